@@ -1,0 +1,82 @@
+# pbitmap: predictive page bitmaps for Linux.  See README.md.
+#
+#   make deps     install the Debian packages the project needs (as root)
+#   make          build build/pbitmap
+#   make check    run every test
+#   make demo     the end-to-end demonstration
+#   make fuzz     a long fuzzing run of the parsers
+#   make install  PREFIX=/usr DESTDIR=
+
+PREFIX  ?= /usr/local
+DESTDIR ?=
+BUILD   := build
+CC      := gcc
+FUZZ_SECONDS ?= 600
+
+TOOL_DIR := pbitmap-tool
+SRCS     := $(sort $(wildcard $(TOOL_DIR)/src/*.c))
+HDRS     := $(wildcard $(TOOL_DIR)/src/*.h) $(TOOL_DIR)/uapi/linux/pbitmap.h
+
+WARN     := -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes -Wformat=2
+CPPFLAGS := -D_GNU_SOURCE -I$(TOOL_DIR)/uapi -I$(TOOL_DIR)/src
+CFLAGS   := -std=c11 -O2 -g $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2
+LIBS     := -lelf -lzstd -lz -lcrypto
+VERSION  := $(shell cat $(TOOL_DIR)/VERSION)
+CPPFLAGS += -DPBITMAP_VERSION_STRING='"$(VERSION)"'
+
+# The test build: AddressSanitizer, UBSan, and the crash-injection points.
+SAN_CFLAGS := -std=c11 -O1 -g $(WARN) -fsanitize=address,undefined \
+	      -fno-sanitize-recover=all -fno-omit-frame-pointer \
+	      -DPBITMAP_FAULT_INJECTION
+
+# Debian packages, grouped by what needs them.
+DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libssl-dev
+DEPS_TEST  := elfutils binutils gcc-multilib clang llvm libclang-rt-14-dev attr \
+	      libcap2-bin e2fsprogs util-linux procps time file coreutils python3
+DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
+
+.PHONY: all deps check check-tool demo fuzz install clean man
+
+all: $(BUILD)/pbitmap
+
+$(BUILD)/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRCS) $(LIBS)
+
+$(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+	@mkdir -p $(BUILD)/asan
+	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(LIBS)
+
+# The fuzz target links every module except main.c.
+FUZZ_SRCS := $(filter-out $(TOOL_DIR)/src/main.c,$(SRCS)) $(TOOL_DIR)/fuzz/fuzz_parse.c
+$(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
+	@mkdir -p $(BUILD)/fuzz
+	clang $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined \
+		-DPBITMAP_FUZZING -o $@ $(FUZZ_SRCS) $(LIBS)
+
+$(BUILD):
+	@mkdir -p $(BUILD)
+
+deps:
+	@if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get)" >&2; exit 1; fi
+	apt-get update -q
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEPS_ALL)
+
+check: check-tool
+
+check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/fuzz/fuzz_parse
+	tests/run-tests tests/tool
+
+demo: $(BUILD)/pbitmap
+	tests/demo.sh
+
+fuzz: $(BUILD)/fuzz/fuzz_parse
+	@mkdir -p $(BUILD)/fuzz/corpus
+	$(BUILD)/fuzz/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+		$(BUILD)/fuzz/corpus $(TOOL_DIR)/fuzz/seeds
+
+install: $(BUILD)/pbitmap
+	install -D -m 0755 $(BUILD)/pbitmap $(DESTDIR)$(PREFIX)/bin/pbitmap
+	install -D -m 0644 $(TOOL_DIR)/pbitmap.1 $(DESTDIR)$(PREFIX)/share/man/man1/pbitmap.1
+
+clean:
+	rm -rf $(BUILD)

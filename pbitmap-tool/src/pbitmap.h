@@ -1,0 +1,250 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pbitmap: internal interfaces shared by the tool's modules.
+ *
+ *   record.c   the record in memory: init, check, planes, generations
+ *   elfstore.c the record in an ELF section: stamp, strip, undo, load, save
+ *   xattrstore.c the record in the user.pbitmap xattr of a data file
+ *   pbfile.c   opening files safely, policy checks, metadata preservation
+ *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
+ *   prefetch.c `pbitmap prefetch` and `pbitmap run`
+ *   main.c     command line
+ */
+#ifndef PBITMAP_H
+#define PBITMAP_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <linux/pbitmap.h>
+
+/* Return values of the pb_* functions below (besides 0 for success). */
+enum {
+	PB_FAIL = -1,	 /* error, already reported with the file name */
+	PB_SKIPPED = -2, /* refused by policy (busy, signed, immutable, ro fs), reported */
+	PB_NONE = -3,	 /* the file carries no bitmap (not reported) */
+};
+
+/* Exit codes of the command (documented in pbitmap.1). */
+enum {
+	PB_EXIT_OK = 0,
+	PB_EXIT_FAIL = 1,
+	PB_EXIT_USAGE = 2,
+	PB_EXIT_SKIPPED = 3,
+};
+
+/* ---- messages (main.c) ------------------------------------------------ */
+
+extern const char *pb_progname;
+extern int pb_verbose;	/* -v: more detail */
+extern int pb_quiet;	/* -q: no notes, only errors */
+
+/* "pbitmap: PATH: message" on stderr.  Returns PB_FAIL. */
+int pb_error(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Same with ": strerror(errno)" appended. */
+int pb_error_errno(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* A refusal by policy.  Returns PB_SKIPPED. */
+int pb_skip(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+/* Informational, suppressed by -q. */
+void pb_note(const char *path, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Failure injection for the crash-safety tests (PBITMAP_FAULT=STEP). */
+void pb_fault_point(const char *step);
+
+/* ---- the record in memory (record.c) ----------------------------------- */
+
+struct pb_record {
+	unsigned char *buf;	/* header, then planes; malloc'ed */
+	size_t size;
+};
+
+struct pb_params {
+	unsigned int page_shift;	/* 0: default (12, or chosen for xattr fit) */
+	unsigned int nr_planes;		/* 0: default 4 */
+	unsigned int threshold;		/* 0: default 1 */
+	uint32_t flags;			/* PBITMAP_F_NO_LEARN */
+	size_t xattr_max;		/* 0: default PB_XATTR_MAX_DEFAULT */
+};
+
+#define PB_DEFAULT_PLANES	4
+#define PB_DEFAULT_THRESHOLD	1
+
+static inline struct pbitmap_header *pb_hdr(const struct pb_record *r)
+{
+	return (struct pbitmap_header *)r->buf;
+}
+
+/* Bytes per plane for @nr_pages granules. */
+uint32_t pb_plane_size(uint64_t nr_pages);
+/* Record size for the given geometry, 0 if above PBITMAP_MAX_RECORD_SIZE. */
+size_t pb_record_size(uint64_t content_size, unsigned int page_shift,
+		      unsigned int nr_planes);
+/* Fresh, empty, sealed record.  Returns 0 or PB_FAIL (errno set). */
+int pb_record_init(struct pb_record *r, uint64_t content_size,
+		   unsigned int page_shift, unsigned int nr_planes,
+		   unsigned int threshold, uint32_t flags);
+void pb_record_free(struct pb_record *r);
+/* Duplicate @buf[0..size) into @r (after pb_record_check said it is fine). */
+int pb_record_from(struct pb_record *r, const void *buf, size_t size);
+/*
+ * Check a record in memory: sizes, geometry, reserved fields, padding bits
+ * and checksum.  Returns NULL when valid, else a short reason for humans.
+ * Pure function of its input: the fuzz target calls it on arbitrary bytes.
+ */
+const char *pb_record_check(const void *buf, size_t size);
+/* Recompute the checksum after changing the record. */
+void pb_record_seal(struct pb_record *r);
+uint32_t pb_record_checksum(const void *buf, size_t size);
+
+/* Plane holding generation @age (0 = newest). */
+unsigned char *pb_plane(const struct pb_record *r, unsigned int age);
+uint64_t pb_nr_pages(const struct pb_record *r);
+unsigned int pb_page_shift(const struct pb_record *r);
+
+static inline bool pb_test_bit(const unsigned char *plane, uint64_t n)
+{
+	return plane[n >> 3] & (1u << (n & 7));
+}
+
+static inline void pb_set_bit(unsigned char *plane, uint64_t n)
+{
+	plane[n >> 3] |= (unsigned char)(1u << (n & 7));
+}
+
+static inline void pb_clear_bit(unsigned char *plane, uint64_t n)
+{
+	plane[n >> 3] &= (unsigned char)~(1u << (n & 7));
+}
+
+uint64_t pb_count_bits(const unsigned char *plane, uint64_t nr_pages);
+/*
+ * Make @observed (a plane-sized bitmap) the newest generation: the oldest
+ * plane is dropped, runs++, last_update = @now.  Seals the record.
+ */
+void pb_shift_in(struct pb_record *r, const unsigned char *observed, time_t now);
+/* Bitmap (plane-sized, caller-allocated) of granules set in >= threshold planes. */
+void pb_effective(const struct pb_record *r, unsigned char *out);
+/*
+ * Find the next run of set bits at or after @from.  Returns false when there
+ * is none; else stores the first granule and the run length.
+ */
+bool pb_next_run(const unsigned char *plane, uint64_t nr_pages, uint64_t from,
+		 uint64_t *first, uint64_t *count);
+
+/* ---- files (pbfile.c, elfstore.c, xattrstore.c) ------------------------ */
+
+enum pb_kind {
+	PB_KIND_ELF,	/* record in the .pbitmap section */
+	PB_KIND_DATA,	/* record in the user.pbitmap xattr */
+};
+
+/* Flags of pb_open(). */
+#define PB_OPEN_WRITE	(1u << 0)	/* will modify: policy checks, O_RDWR */
+#define PB_OPEN_FOLLOW	(1u << 1)	/* accept a symlink and use its target */
+#define PB_OPEN_QUIET	(1u << 2)	/* --stdin: skip dirs, symlinks, non-ELF silently */
+#define PB_OPEN_ELF_ONLY (1u << 3)	/* refuse (PB_NONE) anything but ELF */
+
+struct pb_elf;	/* private to elfstore.c */
+
+struct pb_file {
+	const char *path;
+	int fd;
+	unsigned int open_flags;
+	struct stat st;			/* at open time */
+	enum pb_kind kind;
+	bool has_record;		/* a valid record was loaded into @rec */
+	bool interrupted;		/* ELF: a stamp was interrupted; repairable */
+	struct pb_record rec;
+	struct pb_elf *elf;		/* ELF details, NULL for data files */
+};
+
+/*
+ * Open @path and find out what it is: ELF executable or library (sets up
+ * f->elf) or other regular file.  Refuses directories, FIFOs, devices and
+ * (unless PB_OPEN_FOLLOW) symlinks.  With PB_OPEN_WRITE, also refuses files
+ * that must not be modified (busy, IMA-signed, fs-verity, immutable,
+ * append-only, read-only fs) with PB_SKIPPED.  Then loads the record if the
+ * file has one.  Returns 0, PB_FAIL, PB_SKIPPED or PB_NONE (only with
+ * PB_OPEN_QUIET/PB_OPEN_ELF_ONLY, for files that are silently not handled).
+ */
+int pb_open(struct pb_file *f, const char *path, unsigned int flags);
+void pb_close(struct pb_file *f);
+
+/* Add a record (or re-stamp with new geometry, keeping learned planes). */
+int pb_stamp(struct pb_file *f, const struct pb_params *p);
+/* Remove the record; an ELF file becomes byte-identical to the original. */
+int pb_unstamp(struct pb_file *f);
+/* Write f->rec back in place (planes and counters only); reseals it. */
+int pb_save(struct pb_file *f);
+/* Size of the original (un-stamped) content. */
+uint64_t pb_content_size(const struct pb_file *f);
+/*
+ * Produce the original, un-stamped bytes of the file, in order, through
+ * @sink.  @sink returns 0 to go on, nonzero to stop (returned as PB_FAIL).
+ */
+int pb_read_original(struct pb_file *f,
+		     int (*sink)(void *ctx, const void *buf, size_t len),
+		     void *ctx);
+
+/* Metadata to keep across a modification (pbfile.c). */
+struct pb_saved_meta {
+	struct timespec mtime;
+	mode_t mode;
+	uid_t uid;
+	gid_t gid;
+	unsigned char cap[64];
+	ssize_t cap_size;	/* -1: none */
+};
+int pb_meta_save(struct pb_file *f, struct pb_saved_meta *m);
+int pb_meta_restore(struct pb_file *f, const struct pb_saved_meta *m);
+
+/* ELF-specific (elfstore.c) */
+int pb_elf_inspect(struct pb_file *f);
+void pb_elf_free(struct pb_file *f);
+int pb_elf_stamp(struct pb_file *f, const struct pb_params *p,
+		 const struct pb_saved_meta *m);
+int pb_elf_unstamp(struct pb_file *f);
+int pb_elf_save(struct pb_file *f);
+int pb_elf_read_original(struct pb_file *f,
+			 int (*sink)(void *ctx, const void *buf, size_t len),
+			 void *ctx);
+/*
+ * Check an ELF image in memory the way pb_elf_inspect() checks a file
+ * (used by the fuzz target).  Returns NULL when acceptable, else a reason.
+ */
+const char *pb_elf_check_memory(const void *buf, size_t size);
+
+/* Data files (xattrstore.c) */
+#define PB_XATTR_MAX_DEFAULT	3584
+int pb_xattr_load(struct pb_file *f);
+int pb_xattr_stamp(struct pb_file *f, const struct pb_params *p);
+int pb_xattr_unstamp(struct pb_file *f);
+int pb_xattr_save(struct pb_file *f);
+/* Granule shift so that a worst-case compressed record fits in @xattr_max. */
+unsigned int pb_xattr_page_shift(uint64_t content_size, unsigned int nr_planes,
+				 size_t xattr_max);
+/* Decode an xattr value into @r (used by the fuzz target). */
+const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r);
+
+/* ---- learning and prefetching (learn.c, prefetch.c) -------------------- */
+
+int pb_cmd_record(int argc, char **argv);
+int pb_cmd_prefetch(int argc, char **argv);
+int pb_cmd_run(int argc, char **argv);
+
+/*
+ * Issue asynchronous readahead for every granule marked for prefetch in
+ * the open file's record, coalesced into extents.  Does not wait for I/O.
+ * Stores the number of extents and bytes requested when the pointers are
+ * non-NULL.  Returns 0 or PB_FAIL.
+ */
+int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes);
+
+#endif /* PBITMAP_H */

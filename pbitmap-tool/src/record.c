@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The pbitmap record in memory: geometry, validation, checksum and the
+ * ring of generations.  Nothing here touches files, so the fuzz target and
+ * every storage backend share exactly one parser.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <zlib.h>
+
+#include "pbitmap.h"
+
+uint32_t pb_plane_size(uint64_t nr_pages)
+{
+	return (uint32_t)(((nr_pages + 63) / 64) * PBITMAP_PLANE_ALIGN);
+}
+
+static uint64_t nr_granules(uint64_t content_size, unsigned int page_shift)
+{
+	return (content_size >> page_shift) +
+	       !!(content_size & ((UINT64_C(1) << page_shift) - 1));
+}
+
+size_t pb_record_size(uint64_t content_size, unsigned int page_shift,
+		      unsigned int nr_planes)
+{
+	uint64_t pages = nr_granules(content_size, page_shift);
+	uint64_t plane = ((pages + 63) / 64) * PBITMAP_PLANE_ALIGN;
+	uint64_t size;
+
+	if (plane > PBITMAP_MAX_RECORD_SIZE)
+		return 0;
+	size = sizeof(struct pbitmap_header) + plane * nr_planes;
+	return size > PBITMAP_MAX_RECORD_SIZE ? 0 : (size_t)size;
+}
+
+int pb_record_init(struct pb_record *r, uint64_t content_size,
+		   unsigned int page_shift, unsigned int nr_planes,
+		   unsigned int threshold, uint32_t flags)
+{
+	struct pbitmap_header *h;
+	size_t size;
+
+	if (page_shift < PBITMAP_MIN_PAGE_SHIFT ||
+	    page_shift > PBITMAP_MAX_PAGE_SHIFT || nr_planes < 1 ||
+	    nr_planes > PBITMAP_MAX_PLANES || threshold < 1 ||
+	    threshold > nr_planes || (flags & ~PBITMAP_F_ALL)) {
+		errno = EINVAL;
+		return PB_FAIL;
+	}
+	size = pb_record_size(content_size, page_shift, nr_planes);
+	if (!size) {
+		errno = EFBIG;
+		return PB_FAIL;
+	}
+	r->buf = calloc(1, size);
+	if (!r->buf)
+		return PB_FAIL;
+	r->size = size;
+	h = pb_hdr(r);
+	h->magic = htole32(PBITMAP_MAGIC);
+	h->version = htole16(PBITMAP_VERSION);
+	h->header_size = htole16(sizeof(*h));
+	h->flags = htole32(flags);
+	h->nr_pages = htole64(nr_granules(content_size, page_shift));
+	h->content_size = htole64(content_size);
+	h->plane_size = htole32(pb_plane_size(le64toh(h->nr_pages)));
+	h->page_shift = (uint8_t)page_shift;
+	h->nr_planes = (uint8_t)nr_planes;
+	h->threshold = (uint8_t)threshold;
+	h->newest_plane = 0;
+	pb_record_seal(r);
+	return 0;
+}
+
+void pb_record_free(struct pb_record *r)
+{
+	free(r->buf);
+	r->buf = NULL;
+	r->size = 0;
+}
+
+int pb_record_from(struct pb_record *r, const void *buf, size_t size)
+{
+	r->buf = malloc(size);
+	if (!r->buf)
+		return PB_FAIL;
+	memcpy(r->buf, buf, size);
+	r->size = size;
+	return 0;
+}
+
+uint32_t pb_record_checksum(const void *buf, size_t size)
+{
+	const struct pbitmap_header *h = buf;
+	static const unsigned char zero[4];
+	size_t sum_at = offsetof(struct pbitmap_header, checksum);
+	uLong crc = crc32(0, Z_NULL, 0);
+
+	crc = crc32(crc, buf, (uInt)sum_at);
+	crc = crc32(crc, zero, sizeof(zero));
+	crc = crc32_z(crc, (const unsigned char *)buf + sum_at + sizeof(h->checksum),
+		      size - sum_at - sizeof(h->checksum));
+	return (uint32_t)crc;
+}
+
+void pb_record_seal(struct pb_record *r)
+{
+	pb_hdr(r)->checksum = htole32(pb_record_checksum(r->buf, r->size));
+}
+
+/* Bits past nr_pages in the last byte(s) of a plane must be clear. */
+static bool plane_tail_clear(const unsigned char *plane, uint32_t plane_size,
+			     uint64_t nr_pages)
+{
+	uint64_t n;
+
+	for (n = nr_pages; n < (uint64_t)plane_size * 8; n++) {
+		if ((n & 7) == 0) {
+			/* whole bytes from here on */
+			for (uint64_t b = n >> 3; b < plane_size; b++)
+				if (plane[b])
+					return false;
+			return true;
+		}
+		if (pb_test_bit(plane, n))
+			return false;
+	}
+	return true;
+}
+
+const char *pb_record_check(const void *buf, size_t size)
+{
+	const struct pbitmap_header *h = buf;
+	uint64_t nr_pages, content_size, expect_pages;
+	uint32_t plane_size, flags;
+	unsigned int shift;
+
+	if (size < sizeof(*h))
+		return "record shorter than its header";
+	if (le32toh(h->magic) != PBITMAP_MAGIC)
+		return "bad magic";
+	if (le16toh(h->version) != PBITMAP_VERSION)
+		return "unsupported version";
+	if (le16toh(h->header_size) != sizeof(*h))
+		return "bad header size";
+	flags = le32toh(h->flags);
+	if (flags & ~PBITMAP_F_ALL)
+		return "unknown flags";
+	shift = h->page_shift;
+	if (shift < PBITMAP_MIN_PAGE_SHIFT || shift > PBITMAP_MAX_PAGE_SHIFT)
+		return "page shift out of range";
+	if (h->nr_planes < 1 || h->nr_planes > PBITMAP_MAX_PLANES)
+		return "number of generations out of range";
+	if (h->threshold < 1 || h->threshold > h->nr_planes)
+		return "threshold out of range";
+	if (h->newest_plane >= h->nr_planes)
+		return "newest plane out of range";
+	if (h->reserved[0] || h->reserved[1])
+		return "reserved fields not zero";
+	if (le16toh(h->cap_size) > PBITMAP_CAP_SIZE)
+		return "capability copy too large";
+	content_size = le64toh(h->content_size);
+	nr_pages = le64toh(h->nr_pages);
+	if (content_size == 0 || nr_pages == 0)
+		return "covers no pages";
+	expect_pages = nr_granules(content_size, shift);
+	if (nr_pages != expect_pages)
+		return "page count does not match content size";
+	plane_size = le32toh(h->plane_size);
+	if (nr_pages > (uint64_t)PBITMAP_MAX_RECORD_SIZE * 8 ||
+	    plane_size != pb_plane_size(nr_pages))
+		return "plane size does not match page count";
+	if (size > PBITMAP_MAX_RECORD_SIZE ||
+	    size != sizeof(*h) + (size_t)plane_size * h->nr_planes)
+		return "record size does not match its geometry";
+	if (pb_record_checksum(buf, size) != le32toh(h->checksum))
+		return "checksum mismatch";
+	for (unsigned int i = 0; i < h->nr_planes; i++) {
+		const unsigned char *p = (const unsigned char *)buf + sizeof(*h) +
+					 (size_t)plane_size * i;
+		if (!plane_tail_clear(p, plane_size, nr_pages))
+			return "bits set past the last page";
+	}
+	return NULL;
+}
+
+unsigned char *pb_plane(const struct pb_record *r, unsigned int age)
+{
+	const struct pbitmap_header *h = pb_hdr(r);
+	unsigned int n = h->nr_planes;
+	unsigned int idx = (h->newest_plane + n - (age % n)) % n;
+
+	return r->buf + sizeof(*h) + (size_t)le32toh(h->plane_size) * idx;
+}
+
+uint64_t pb_nr_pages(const struct pb_record *r)
+{
+	return le64toh(pb_hdr(r)->nr_pages);
+}
+
+unsigned int pb_page_shift(const struct pb_record *r)
+{
+	return pb_hdr(r)->page_shift;
+}
+
+uint64_t pb_count_bits(const unsigned char *plane, uint64_t nr_pages)
+{
+	uint64_t count = 0;
+	uint64_t bytes = (nr_pages + 7) / 8;
+
+	for (uint64_t i = 0; i < bytes; i++)
+		count += (uint64_t)__builtin_popcount(plane[i]);
+	return count;
+}
+
+void pb_shift_in(struct pb_record *r, const unsigned char *observed, time_t now)
+{
+	struct pbitmap_header *h = pb_hdr(r);
+	uint32_t plane_size = le32toh(h->plane_size);
+
+	h->newest_plane = (uint8_t)((h->newest_plane + 1) % h->nr_planes);
+	memcpy(pb_plane(r, 0), observed, plane_size);
+	h->runs = htole64(le64toh(h->runs) + 1);
+	h->last_update = htole64((uint64_t)now);
+	pb_record_seal(r);
+}
+
+void pb_effective(const struct pb_record *r, unsigned char *out)
+{
+	const struct pbitmap_header *h = pb_hdr(r);
+	uint32_t plane_size = le32toh(h->plane_size);
+	uint64_t nr_pages = le64toh(h->nr_pages);
+
+	memset(out, 0, plane_size);
+	if (h->threshold == 1) {
+		for (unsigned int i = 0; i < h->nr_planes; i++) {
+			const unsigned char *p = pb_plane(r, i);
+
+			for (uint32_t b = 0; b < plane_size; b++)
+				out[b] |= p[b];
+		}
+		return;
+	}
+	for (uint64_t n = 0; n < nr_pages; n++) {
+		unsigned int votes = 0;
+
+		for (unsigned int i = 0; i < h->nr_planes; i++)
+			votes += pb_test_bit(pb_plane(r, i), n);
+		if (votes >= h->threshold)
+			pb_set_bit(out, n);
+	}
+}
+
+bool pb_next_run(const unsigned char *plane, uint64_t nr_pages, uint64_t from,
+		 uint64_t *first, uint64_t *count)
+{
+	uint64_t n = from;
+
+	while (n < nr_pages && !pb_test_bit(plane, n)) {
+		if ((n & 7) == 0 && plane[n >> 3] == 0)
+			n += 8;
+		else
+			n++;
+	}
+	if (n >= nr_pages)
+		return false;
+	*first = n;
+	while (n < nr_pages && pb_test_bit(plane, n)) {
+		if ((n & 7) == 0 && plane[n >> 3] == 0xff && n + 8 <= nr_pages)
+			n += 8;
+		else
+			n++;
+	}
+	*count = n - *first;
+	return true;
+}

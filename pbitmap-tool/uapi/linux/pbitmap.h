@@ -1,0 +1,127 @@
+/* SPDX-License-Identifier: (GPL-2.0 WITH Linux-syscall-note) OR MIT */
+/*
+ * pbitmap: the on-disk predictive page bitmap.
+ *
+ * This header is the single definition of the format.  The user-space
+ * tool (pbitmap-tool/) and the kernel (include/uapi/linux/pbitmap.h in
+ * kernel-patch/) use it verbatim; docs/FORMAT.md explains every field.
+ *
+ * A record is a struct pbitmap_header followed by nr_planes bit-planes of
+ * plane_size bytes each.  Every multi-byte field is little-endian.  Bit
+ * (n % 8) of byte (n / 8) of a plane stands for granule n of the file,
+ * i.e. bytes [n << page_shift, (n + 1) << page_shift).  A granule is
+ * prefetched when it is set in at least @threshold planes.  Planes form a
+ * ring of generations: @newest_plane holds the newest one, the plane
+ * before it (modulo nr_planes) the one before that, and so on.
+ *
+ * Once written, a record never changes size: learning rewrites only the
+ * planes, @newest_plane, @runs, @last_update and @checksum in place.
+ */
+#ifndef _UAPI_LINUX_PBITMAP_H
+#define _UAPI_LINUX_PBITMAP_H
+
+#include <linux/types.h>
+
+/* "PBMP" as bytes in the file. */
+#define PBITMAP_MAGIC			0x504d4250
+#define PBITMAP_VERSION			1
+
+/*
+ * ELF executables and shared libraries carry the record in a
+ * non-allocated section of this type (in SHT_LOUSER..SHT_HIUSER), so the
+ * kernel finds it from the section header table alone.
+ */
+#define PBITMAP_SHT			0x8e0f6b70
+#define PBITMAP_SECTION_NAME		".pbitmap"
+/* The record starts on a boundary of this size, past every PT_LOAD byte. */
+#define PBITMAP_RECORD_ALIGN		4096
+
+/* Other regular files carry it, zstd-compressed, in this extended attribute. */
+#define PBITMAP_XATTR_NAME		"user.pbitmap"
+/* "PBXZ": the xattr value is struct pbitmap_xattr then one zstd frame. */
+#define PBITMAP_XATTR_MAGIC		0x5a584250
+
+#define PBITMAP_MIN_PAGE_SHIFT		12
+#define PBITMAP_MAX_PAGE_SHIFT		30
+#define PBITMAP_MAX_PLANES		16
+/* Upper bound on header plus planes: 4 MiB covers a 32 GiB file at 4 KiB. */
+#define PBITMAP_MAX_RECORD_SIZE		(4U << 20)
+/* Planes are whole 64-bit words so they can be used as native bitmaps. */
+#define PBITMAP_PLANE_ALIGN		8
+
+/* The kernel must never write learned pages back into this record. */
+#define PBITMAP_F_NO_LEARN		(1U << 0)
+/* The record lives in the PBITMAP_XATTR_NAME attribute, not in an ELF section. */
+#define PBITMAP_F_XATTR			(1U << 1)
+#define PBITMAP_F_ALL			(PBITMAP_F_NO_LEARN | PBITMAP_F_XATTR)
+
+/* Size of the copy of security.capability kept for crash recovery. */
+#define PBITMAP_CAP_SIZE		24
+
+/**
+ * struct pbitmap_header - the fixed part of a pbitmap record (128 bytes)
+ * @magic: PBITMAP_MAGIC
+ * @version: PBITMAP_VERSION
+ * @header_size: sizeof(struct pbitmap_header); plane 0 starts here
+ * @checksum: CRC-32 (IEEE 802.3, as zlib's crc32()) of the header with
+ *	this field zero, followed by all planes
+ * @flags: PBITMAP_F_*
+ * @nr_pages: granules covered, DIV_ROUND_UP(@content_size, 1 << @page_shift)
+ * @content_size: bytes of file content covered; for ELF the size of the
+ *	file before stamping
+ * @plane_size: bytes per plane, DIV_ROUND_UP(@nr_pages, 64) * 8
+ * @page_shift: log2 of the granule size
+ * @nr_planes: number of generations kept (G)
+ * @threshold: a granule is prefetched when set in >= @threshold planes
+ * @newest_plane: index of the plane holding the newest generation
+ * @runs: generations shifted in so far
+ * @last_update: seconds since the Epoch of the last shift-in, 0 if never
+ * @orig_shoff: ELF undo data: e_shoff before stamping
+ * @orig_shnum: ELF undo data: e_shnum before stamping
+ * @orig_shstrndx: ELF undo data: e_shstrndx before stamping
+ * @cap_size: bytes of @orig_cap in use, 0 if the file had no capabilities
+ * @record_offset: ELF: file offset of this header; 0 in an xattr
+ * @tail_size: ELF: bytes appended after @content_size (padding, record,
+ *	.shstrtab copy, section header table); 0 in an xattr
+ * @orig_cap: security.capability of the file before stamping, so that an
+ *	interrupted stamp can be repaired without losing it
+ * @reserved: zero
+ */
+struct pbitmap_header {
+	__le32	magic;
+	__le16	version;
+	__le16	header_size;
+	__le32	checksum;
+	__le32	flags;
+	__le64	nr_pages;
+	__le64	content_size;
+	__le32	plane_size;
+	__u8	page_shift;
+	__u8	nr_planes;
+	__u8	threshold;
+	__u8	newest_plane;
+	__le64	runs;
+	__le64	last_update;
+	__le64	orig_shoff;
+	__le32	orig_shnum;
+	__le16	orig_shstrndx;
+	__le16	cap_size;
+	__le64	record_offset;
+	__le64	tail_size;
+	__u8	orig_cap[PBITMAP_CAP_SIZE];
+	__le64	reserved[2];
+};
+
+/**
+ * struct pbitmap_xattr - prefix of the PBITMAP_XATTR_NAME value
+ * @magic: PBITMAP_XATTR_MAGIC
+ * @record_size: size of the record once decompressed
+ *
+ * One zstd frame holding the record follows.
+ */
+struct pbitmap_xattr {
+	__le32	magic;
+	__le32	record_size;
+};
+
+#endif /* _UAPI_LINUX_PBITMAP_H */
