@@ -17,6 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/stat.h>
+#include <sys/types.h>
 #include <time.h>
 
 #include <linux/pbitmap.h>
@@ -161,6 +162,7 @@ struct pb_file {
 	enum pb_kind kind;
 	bool has_record;		/* a valid record was loaded into @rec */
 	bool interrupted;		/* ELF: a stamp was interrupted; repairable */
+	const char *damage;		/* why an existing record is unusable */
 	struct pb_record rec;
 	struct pb_elf *elf;		/* ELF details, NULL for data files */
 };
@@ -215,9 +217,16 @@ int pb_elf_save(struct pb_file *f);
 int pb_elf_read_original(struct pb_file *f,
 			 int (*sink)(void *ctx, const void *buf, size_t len),
 			 void *ctx);
+/* Has a .pbitmap section (valid or not). */
+bool pb_elf_is_stamped(const struct pb_file *f);
+uint64_t pb_elf_content_size(const struct pb_file *f);
+uint64_t pb_elf_record_offset(const struct pb_file *f);
+/* Capabilities saved in the undo data of a stamp or interrupted stamp. */
+size_t pb_elf_undo_cap(const struct pb_file *f, unsigned char *buf, size_t size);
 /*
- * Check an ELF image in memory the way pb_elf_inspect() checks a file
- * (used by the fuzz target).  Returns NULL when acceptable, else a reason.
+ * Run pb_elf_inspect() on a memory file holding @buf (the fuzz target's
+ * entry).  Returns NULL when acceptable, else a reason.  Messages go through
+ * pb_error(), which the fuzz target defines silently.
  */
 const char *pb_elf_check_memory(const void *buf, size_t size);
 

@@ -1,0 +1,857 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The pbitmap record in an ELF executable or shared library.
+ *
+ * Stamping never moves or changes an original byte other than e_shoff and
+ * e_shnum in the ELF header.  It appends
+ *
+ *   [zeros up to PBITMAP_RECORD_ALIGN][record][.shstrtab + ".pbitmap"]
+ *   [section header table: the original headers, .shstrtab's pointing at
+ *    the copy, and the .pbitmap header last]
+ *
+ * so section indices stay valid, and removing the stamp is restoring two
+ * header fields and truncating.  The write order makes a kill at any point
+ * leave either a complete stamp, or the original ELF (every tool sees the
+ * same file) followed by an unreferenced tail that pb_elf_inspect()
+ * recognises as an interrupted stamp and the next add or strip removes.
+ *
+ * libelf reads and checks the file and translates headers to file order;
+ * the only bytes written by hand are the ones libelf translated for us.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <gelf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "pbitmap.h"
+
+struct pb_elf {
+	int cls;			/* ELFCLASS32 or ELFCLASS64 */
+	GElf_Ehdr ehdr;
+	unsigned char raw_ehdr[sizeof(Elf64_Ehdr)]; /* file bytes of the header */
+	size_t ehdr_size;		/* sizeof(ElfNN_Ehdr) */
+	size_t shnum;
+	uint64_t file_size;
+	uint64_t extent;		/* end of the furthest ELF structure */
+	size_t pb_index;		/* index of .pbitmap, 0 if none */
+	GElf_Shdr pb_shdr;
+	bool undo_ok;			/* the record's undo data fits the file */
+	const char *damage;		/* why an existing record is unusable */
+	struct pbitmap_header undo;	/* header of the stamp or torn tail */
+};
+
+static uint64_t round_up(uint64_t v, uint64_t align)
+{
+	return (v + align - 1) / align * align;
+}
+
+static bool add_overflows(uint64_t a, uint64_t b, uint64_t *sum)
+{
+	return __builtin_add_overflow(a, b, sum);
+}
+
+/* Does [off, off + len) lie within a file of @size bytes? */
+static bool in_file(uint64_t off, uint64_t len, uint64_t size)
+{
+	uint64_t end;
+
+	return !add_overflows(off, len, &end) && end <= size;
+}
+
+static int elf_fail(struct pb_file *f, const char *what)
+{
+	return pb_error(f->path, "%s", what);
+}
+
+static int libelf_fail(struct pb_file *f, const char *what)
+{
+	return pb_error(f->path, "%s: %s", what, elf_errmsg(-1));
+}
+
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = pread(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
+{
+	const unsigned char *p = buf;
+
+	while (len) {
+		ssize_t n = pwrite(fd, p, len, (off_t)off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			if (n == 0)
+				errno = EIO;
+			return -1;
+		}
+		p += n;
+		len -= (size_t)n;
+		off += (uint64_t)n;
+	}
+	return 0;
+}
+
+/* ---- translation through libelf ---------------------------------------- */
+
+/* File-order bytes of @count section headers for the file's class. */
+static void *shdrs_to_file(Elf *elf, int cls, const GElf_Shdr *shdrs,
+			   size_t count, size_t *size)
+{
+	size_t ent = cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	void *mem = calloc(count, ent), *out = calloc(count, ent);
+	Elf_Data src = { .d_type = ELF_T_SHDR, .d_version = EV_CURRENT };
+	Elf_Data dst = { .d_version = EV_CURRENT };
+
+	if (!mem || !out)
+		goto fail;
+	for (size_t i = 0; i < count; i++) {
+		if (cls == ELFCLASS64) {
+			((Elf64_Shdr *)mem)[i] = shdrs[i];
+			continue;
+		}
+		Elf32_Shdr *s = &((Elf32_Shdr *)mem)[i];
+
+		s->sh_name = shdrs[i].sh_name;
+		s->sh_type = shdrs[i].sh_type;
+		s->sh_flags = (Elf32_Word)shdrs[i].sh_flags;
+		s->sh_addr = (Elf32_Addr)shdrs[i].sh_addr;
+		s->sh_offset = (Elf32_Off)shdrs[i].sh_offset;
+		s->sh_size = (Elf32_Word)shdrs[i].sh_size;
+		s->sh_link = shdrs[i].sh_link;
+		s->sh_info = shdrs[i].sh_info;
+		s->sh_addralign = (Elf32_Word)shdrs[i].sh_addralign;
+		s->sh_entsize = (Elf32_Word)shdrs[i].sh_entsize;
+	}
+	src.d_buf = mem;
+	src.d_size = count * ent;
+	dst.d_buf = out;
+	dst.d_size = count * ent;
+	if (!gelf_xlatetof(elf, &dst, &src, ELFDATA2LSB))
+		goto fail;
+	free(mem);
+	*size = count * ent;
+	return out;
+fail:
+	free(mem);
+	free(out);
+	return NULL;
+}
+
+/* File-order bytes of the ELF header with new section table fields. */
+static int ehdr_to_file(Elf *elf, int cls, uint64_t shoff, size_t shnum,
+			size_t shstrndx, unsigned char *out, size_t *size)
+{
+	Elf64_Ehdr e64;
+	Elf32_Ehdr e32;
+	Elf_Data src = { .d_type = ELF_T_EHDR, .d_version = EV_CURRENT };
+	Elf_Data dst = { .d_version = EV_CURRENT, .d_buf = out };
+
+	if (cls == ELFCLASS64) {
+		Elf64_Ehdr *e = elf64_getehdr(elf);
+
+		if (!e)
+			return -1;
+		e64 = *e;
+		e64.e_shoff = shoff;
+		e64.e_shnum = (Elf64_Half)shnum;
+		e64.e_shstrndx = (Elf64_Half)shstrndx;
+		src.d_buf = &e64;
+		src.d_size = sizeof(e64);
+	} else {
+		Elf32_Ehdr *e = elf32_getehdr(elf);
+
+		if (!e)
+			return -1;
+		e32 = *e;
+		e32.e_shoff = (Elf32_Off)shoff;
+		e32.e_shnum = (Elf32_Half)shnum;
+		e32.e_shstrndx = (Elf32_Half)shstrndx;
+		src.d_buf = &e32;
+		src.d_size = sizeof(e32);
+	}
+	dst.d_size = src.d_size;
+	if (!gelf_xlatetof(elf, &dst, &src, ELFDATA2LSB))
+		return -1;
+	*size = src.d_size;
+	return 0;
+}
+
+/* ---- inspection --------------------------------------------------------- */
+
+static Elf *begin(struct pb_file *f)
+{
+	elf_version(EV_CURRENT);
+	return elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+}
+
+static int check_ident(struct pb_file *f, Elf *elf, struct pb_elf *e)
+{
+	size_t n;
+	const char *ident = elf_getident(elf, &n);
+
+	if (!ident || n < EI_NIDENT)
+		return elf_fail(f, "truncated ELF identification");
+	e->cls = ident[EI_CLASS];
+	if (e->cls != ELFCLASS32 && e->cls != ELFCLASS64)
+		return elf_fail(f, "unknown ELF class");
+	if (ident[EI_DATA] != ELFDATA2LSB)
+		return elf_fail(f, ident[EI_DATA] == ELFDATA2MSB ?
+				"big-endian ELF files are not supported" :
+				"unknown ELF data encoding");
+	if (ident[EI_VERSION] != EV_CURRENT)
+		return elf_fail(f, "unknown ELF version");
+	return 0;
+}
+
+static int check_ehdr(struct pb_file *f, Elf *elf, struct pb_elf *e)
+{
+	GElf_Ehdr *h = &e->ehdr;
+	size_t shent = e->cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+	size_t phent = e->cls == ELFCLASS64 ? sizeof(Elf64_Phdr) : sizeof(Elf32_Phdr);
+
+	e->ehdr_size = e->cls == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr);
+	if (e->file_size < e->ehdr_size)
+		return elf_fail(f, "truncated ELF header");
+	if (!gelf_getehdr(elf, h))
+		return libelf_fail(f, "unreadable ELF header");
+	if (h->e_type == ET_REL)
+		return elf_fail(f, "relocatable object: pbitmap applies to executables and shared libraries");
+	if (h->e_type != ET_EXEC && h->e_type != ET_DYN)
+		return elf_fail(f, "not an executable or shared library (ELF type is neither EXEC nor DYN)");
+	if (h->e_ehsize < e->ehdr_size)
+		return elf_fail(f, "ELF header size too small");
+	if (h->e_phnum && (h->e_phentsize != phent ||
+			   !in_file(h->e_phoff, (uint64_t)h->e_phnum * phent, e->file_size)))
+		return elf_fail(f, "program header table outside the file or malformed");
+	if (h->e_shoff == 0 || h->e_shnum == 0) {
+		if (h->e_shoff && h->e_shnum == 0)
+			return elf_fail(f, "extended section numbering is not supported");
+		return elf_fail(f, "no section header table (pbitmap needs one to add a section)");
+	}
+	if (h->e_shentsize != shent)
+		return elf_fail(f, "section header entry size is wrong");
+	if (!in_file(h->e_shoff, (uint64_t)h->e_shnum * shent, e->file_size))
+		return elf_fail(f, "section header table extends beyond the end of the file");
+	if (h->e_shoff < e->ehdr_size)
+		return elf_fail(f, "section header table overlaps the ELF header");
+	if (h->e_shstrndx == SHN_UNDEF)
+		return elf_fail(f, "no section name table");
+	if (h->e_shstrndx >= h->e_shnum)
+		return elf_fail(f, "section name table index out of range");
+	if (h->e_shnum >= SHN_LORESERVE - 1)
+		return elf_fail(f, "too many sections for a new one without extended numbering");
+	if (elf_getshdrnum(elf, &e->shnum) || e->shnum != h->e_shnum)
+		return libelf_fail(f, "unreadable section header table");
+	return pread_full(f->fd, e->raw_ehdr, e->ehdr_size, 0) ?
+	       pb_error_errno(f->path, "read") : 0;
+}
+
+static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
+{
+	return alen && blen && a < b + blen && b < a + alen;
+}
+
+/* Every section and segment lies in the file and none overlaps a table. */
+static int check_layout(struct pb_file *f, Elf *elf, struct pb_elf *e)
+{
+	uint64_t shoff = e->ehdr.e_shoff;
+	uint64_t shlen = (uint64_t)e->shnum * e->ehdr.e_shentsize;
+	size_t phnum;
+
+	e->extent = shoff + shlen;
+	for (size_t i = 1; i < e->shnum; i++) {
+		GElf_Shdr s;
+
+		if (!gelf_getshdr(elf_getscn(elf, i), &s))
+			return libelf_fail(f, "unreadable section header");
+		if (s.sh_type == PBITMAP_SHT) {
+			if (e->pb_index)
+				return elf_fail(f, "more than one .pbitmap section");
+			e->pb_index = i;
+			e->pb_shdr = s;
+		}
+		if (s.sh_type == SHT_NOBITS || s.sh_size == 0)
+			continue;
+		if (!in_file(s.sh_offset, s.sh_size, e->file_size))
+			return pb_error(f->path, "section %zu extends beyond the end of the file", i);
+		if (overlaps(s.sh_offset, s.sh_size, shoff, shlen))
+			return pb_error(f->path, "section %zu overlaps the section header table", i);
+		if (s.sh_offset < e->ehdr_size)
+			return pb_error(f->path, "section %zu overlaps the ELF header", i);
+		if (s.sh_offset + s.sh_size > e->extent)
+			e->extent = s.sh_offset + s.sh_size;
+	}
+	if (elf_getphdrnum(elf, &phnum))
+		return libelf_fail(f, "unreadable program header table");
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr p;
+
+		if (!gelf_getphdr(elf, (int)i, &p))
+			return libelf_fail(f, "unreadable program header");
+		if (!in_file(p.p_offset, p.p_filesz, e->file_size))
+			return pb_error(f->path, "segment %zu extends beyond the end of the file", i);
+		if (p.p_offset + p.p_filesz > e->extent)
+			e->extent = p.p_offset + p.p_filesz;
+	}
+	return 0;
+}
+
+/* Where the tail of a stamp over @content_size bytes puts each part. */
+struct tail_layout {
+	uint64_t record_offset;
+	uint64_t strtab_offset;
+	uint64_t strtab_size;
+	uint64_t shdr_offset;
+	uint64_t shdr_size;
+	uint64_t end;
+};
+
+static void plan_tail(int cls, uint64_t content_size, size_t record_size,
+		      uint64_t strtab_size, size_t shnum, struct tail_layout *t)
+{
+	uint64_t align = cls == ELFCLASS64 ? 8 : 4;
+	size_t ent = cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
+
+	t->record_offset = round_up(content_size, PBITMAP_RECORD_ALIGN);
+	t->strtab_offset = t->record_offset + record_size;
+	t->strtab_size = strtab_size;
+	t->shdr_offset = round_up(t->strtab_offset + strtab_size, align);
+	t->shdr_size = (uint64_t)shnum * ent;
+	t->end = t->shdr_offset + t->shdr_size;
+}
+
+/*
+ * Does the undo data of a stamp describe this file?  The record, the
+ * section headers and the file size must all be where stamping put them.
+ */
+static bool stamp_consistent(const struct pb_elf *e, const struct pbitmap_header *h)
+{
+	uint64_t content = le64toh(h->content_size);
+	uint64_t roff = le64toh(h->record_offset);
+	uint64_t tail = le64toh(h->tail_size);
+	uint64_t end;
+
+	return roff == e->pb_shdr.sh_offset &&
+	       roff == round_up(content, PBITMAP_RECORD_ALIGN) &&
+	       !add_overflows(content, tail, &end) && end == e->file_size &&
+	       e->ehdr.e_shnum == le32toh(h->orig_shnum) + 1 &&
+	       e->pb_index == e->shnum - 1 &&
+	       le64toh(h->orig_shoff) + (uint64_t)le32toh(h->orig_shnum) *
+			e->ehdr.e_shentsize <= content &&
+	       le16toh(h->orig_shstrndx) == e->ehdr.e_shstrndx &&
+	       e->ehdr.e_shoff + (uint64_t)e->shnum * e->ehdr.e_shentsize == end;
+}
+
+static int load_stamp(struct pb_file *f, struct pb_elf *e)
+{
+	uint64_t size = e->pb_shdr.sh_size;
+	unsigned char *buf;
+
+	if (size < sizeof(struct pbitmap_header) || size > PBITMAP_MAX_RECORD_SIZE) {
+		e->damage = "section size out of range";
+		return 0;
+	}
+	buf = malloc(size);
+	if (!buf)
+		return pb_error_errno(f->path, "malloc");
+	if (pread_full(f->fd, buf, size, e->pb_shdr.sh_offset)) {
+		free(buf);
+		return pb_error_errno(f->path, "read of the .pbitmap section");
+	}
+	memcpy(&e->undo, buf, sizeof(e->undo));
+	e->undo_ok = le32toh(e->undo.magic) == PBITMAP_MAGIC &&
+		     stamp_consistent(e, &e->undo);
+	e->damage = pb_record_check(buf, size);
+	if (!e->damage && le32toh(e->undo.flags) & PBITMAP_F_XATTR)
+		e->damage = "record is marked as an xattr record";
+	if (!e->damage && !e->undo_ok)
+		e->damage = "the file was changed after stamping (another tool rewrote it)";
+	if (e->damage) {
+		free(buf);
+		return 0;
+	}
+	f->rec.buf = buf;
+	f->rec.size = size;
+	f->has_record = true;
+	return 0;
+}
+
+/* The record header of an interrupted stamp at @off, if there is one. */
+static bool torn_record_at(struct pb_file *f, struct pb_elf *e, uint64_t off)
+{
+	struct pbitmap_header h;
+	uint64_t content;
+
+	if (pread_full(f->fd, &h, sizeof(h), off))
+		return false;
+	content = le64toh(h.content_size);
+	if (le32toh(h.magic) != PBITMAP_MAGIC || le64toh(h.record_offset) != off ||
+	    content < e->extent || round_up(content, PBITMAP_RECORD_ALIGN) != off ||
+	    le64toh(h.orig_shoff) != e->ehdr.e_shoff ||
+	    le32toh(h.orig_shnum) != e->ehdr.e_shnum ||
+	    le16toh(h.orig_shstrndx) != e->ehdr.e_shstrndx)
+		return false;
+	e->undo = h;
+	return true;
+}
+
+/*
+ * An interrupted stamp leaves the original ELF plus an unreferenced tail
+ * that begins with a record whose undo data names this very header.  Only
+ * files with bytes past their last ELF structure need the search, and the
+ * record is within the largest tail a stamp can write.
+ */
+static void find_torn_tail(struct pb_file *f, struct pb_elf *e)
+{
+	uint64_t lowest = round_up(e->extent, PBITMAP_RECORD_ALIGN);
+	uint64_t span = PBITMAP_MAX_RECORD_SIZE + ((uint64_t)1 << 20);
+	uint64_t off;
+
+	if (e->file_size <= e->extent || e->file_size < sizeof(struct pbitmap_header))
+		return;
+	off = (e->file_size - sizeof(struct pbitmap_header)) /
+	      PBITMAP_RECORD_ALIGN * PBITMAP_RECORD_ALIGN;
+	for (; off >= lowest && off + span >= e->file_size; off -= PBITMAP_RECORD_ALIGN) {
+		if (torn_record_at(f, e, off)) {
+			f->interrupted = true;
+			return;
+		}
+		if (off < PBITMAP_RECORD_ALIGN)
+			break;
+	}
+}
+
+int pb_elf_inspect(struct pb_file *f)
+{
+	struct pb_elf *e;
+	Elf *elf;
+	int ret;
+
+	elf = begin(f);
+	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		unsigned char magic[SELFMAG];
+		bool looks_elf = pread_full(f->fd, magic, SELFMAG, 0) == 0 &&
+				 memcmp(magic, ELFMAG, SELFMAG) == 0;
+
+		if (elf)
+			elf_end(elf);
+		if (looks_elf)
+			return elf_fail(f, "damaged ELF file (unreadable by libelf)");
+		return PB_NONE;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e) {
+		elf_end(elf);
+		return pb_error_errno(f->path, "malloc");
+	}
+	e->file_size = (uint64_t)f->st.st_size;
+	f->elf = e;
+	f->kind = PB_KIND_ELF;
+	ret = check_ident(f, elf, e);
+	if (!ret)
+		ret = check_ehdr(f, elf, e);
+	if (!ret)
+		ret = check_layout(f, elf, e);
+	if (!ret && e->pb_index)
+		ret = load_stamp(f, e);
+	else if (!ret)
+		find_torn_tail(f, e);
+	f->damage = e->damage;
+	elf_end(elf);
+	return ret;
+}
+
+void pb_elf_free(struct pb_file *f)
+{
+	free(f->elf);
+	f->elf = NULL;
+}
+
+bool pb_elf_is_stamped(const struct pb_file *f)
+{
+	return f->elf && f->elf->pb_index;
+}
+
+uint64_t pb_elf_content_size(const struct pb_file *f)
+{
+	const struct pb_elf *e = f->elf;
+
+	if ((e->pb_index && e->undo_ok) || f->interrupted)
+		return le64toh(e->undo.content_size);
+	return e->file_size;
+}
+
+size_t pb_elf_undo_cap(const struct pb_file *f, unsigned char *buf, size_t size)
+{
+	size_t n;
+
+	if (!f->elf)
+		return 0;
+	n = le16toh(f->elf->undo.cap_size);
+	if (n > PBITMAP_CAP_SIZE || n > size)
+		return 0;
+	memcpy(buf, f->elf->undo.orig_cap, n);
+	return n;
+}
+
+uint64_t pb_elf_record_offset(const struct pb_file *f)
+{
+	return f->elf->pb_index ? f->elf->pb_shdr.sh_offset : 0;
+}
+
+/* ---- modification -------------------------------------------------------- */
+
+static int sync_or_fail(struct pb_file *f)
+{
+	if (fdatasync(f->fd))
+		return pb_error_errno(f->path, "fdatasync");
+	return 0;
+}
+
+/* Restore the original header fields, then cut the tail off. */
+static int remove_tail(struct pb_file *f, Elf *elf)
+{
+	struct pb_elf *e = f->elf;
+	const struct pbitmap_header *h = &e->undo;
+	uint64_t content = le64toh(h->content_size);
+	unsigned char ehdr[sizeof(Elf64_Ehdr)];
+	size_t ehdr_size;
+
+	if (e->pb_index) {
+		if (ehdr_to_file(elf, e->cls, le64toh(h->orig_shoff),
+				 le32toh(h->orig_shnum), le16toh(h->orig_shstrndx),
+				 ehdr, &ehdr_size))
+			return libelf_fail(f, "cannot translate the ELF header");
+		if (pwrite_full(f->fd, ehdr, ehdr_size, 0))
+			return pb_error_errno(f->path, "write of the ELF header");
+		pb_fault_point("strip-header");
+		if (sync_or_fail(f))
+			return PB_FAIL;
+	}
+	if (ftruncate(f->fd, (off_t)content))
+		return pb_error_errno(f->path, "truncate");
+	pb_fault_point("strip-truncated");
+	return sync_or_fail(f);
+}
+
+int pb_elf_unstamp(struct pb_file *f)
+{
+	struct pb_elf *e = f->elf;
+	Elf *elf;
+	int ret;
+
+	if (!e->pb_index && !f->interrupted)
+		return PB_NONE;
+	if (e->pb_index && !e->undo_ok)
+		return pb_error(f->path, "cannot remove the bitmap: %s; "
+				"remove the section with objcopy --remove-section .pbitmap",
+				e->damage ? e->damage : "undo data does not match the file");
+	elf = begin(f);
+	if (!elf)
+		return libelf_fail(f, "elf_begin");
+	ret = remove_tail(f, elf);
+	elf_end(elf);
+	return ret;
+}
+
+/* The section name table grown by ".pbitmap"; sets @name_off. */
+static unsigned char *grow_strtab(struct pb_file *f, Elf *elf, size_t *size,
+				  size_t *name_off)
+{
+	Elf_Scn *scn = elf_getscn(elf, f->elf->ehdr.e_shstrndx);
+	Elf_Data *d = scn ? elf_rawdata(scn, NULL) : NULL;
+	static const char name[] = PBITMAP_SECTION_NAME;
+	size_t old, pad;
+	unsigned char *buf;
+
+	if (!d) {
+		libelf_fail(f, "unreadable section name table");
+		return NULL;
+	}
+	old = d->d_size;
+	pad = old && ((const char *)d->d_buf)[old - 1] ? 1 : 0;
+	buf = calloc(1, old + pad + sizeof(name) + !old);
+	if (!buf) {
+		pb_error_errno(f->path, "malloc");
+		return NULL;
+	}
+	if (old)
+		memcpy(buf, d->d_buf, old);
+	*name_off = old + pad + !old;
+	memcpy(buf + *name_off, name, sizeof(name));
+	*size = *name_off + sizeof(name);
+	return buf;
+}
+
+/* The original section headers, .shstrtab's moved, plus .pbitmap's. */
+static GElf_Shdr *new_shdrs(struct pb_file *f, Elf *elf, const struct tail_layout *t,
+			    size_t name_off, size_t record_size)
+{
+	struct pb_elf *e = f->elf;
+	GElf_Shdr *s = calloc(e->shnum + 1, sizeof(*s));
+
+	if (!s) {
+		pb_error_errno(f->path, "malloc");
+		return NULL;
+	}
+	for (size_t i = 0; i < e->shnum; i++) {
+		if (!gelf_getshdr(elf_getscn(elf, i), &s[i])) {
+			libelf_fail(f, "unreadable section header");
+			free(s);
+			return NULL;
+		}
+	}
+	s[e->ehdr.e_shstrndx].sh_offset = t->strtab_offset;
+	s[e->ehdr.e_shstrndx].sh_size = t->strtab_size;
+	s[e->shnum] = (GElf_Shdr){
+		.sh_name = (GElf_Word)name_off,
+		.sh_type = PBITMAP_SHT,
+		.sh_offset = t->record_offset,
+		.sh_size = record_size,
+		.sh_addralign = 8,
+	};
+	return s;
+}
+
+struct tail {
+	struct tail_layout at;
+	unsigned char *strtab;
+	void *shdrs;
+	size_t shdrs_size;
+	unsigned char ehdr[sizeof(Elf64_Ehdr)];
+	size_t ehdr_size;
+};
+
+static void free_tail(struct tail *t)
+{
+	free(t->strtab);
+	free(t->shdrs);
+}
+
+static int build_tail(struct pb_file *f, Elf *elf, struct pb_record *r, struct tail *t)
+{
+	struct pb_elf *e = f->elf;
+	struct pbitmap_header *h = pb_hdr(r);
+	uint64_t content = e->file_size;
+	size_t strtab_size, name_off;
+	GElf_Shdr *shdrs;
+
+	t->strtab = grow_strtab(f, elf, &strtab_size, &name_off);
+	if (!t->strtab)
+		return PB_FAIL;
+	plan_tail(e->cls, content, r->size, strtab_size, e->shnum + 1, &t->at);
+	if (e->cls == ELFCLASS32 && t->at.end > UINT32_MAX)
+		return elf_fail(f, "a 32-bit ELF file cannot grow beyond 4 GiB");
+	h->orig_shoff = htole64(e->ehdr.e_shoff);
+	h->orig_shnum = htole32((uint32_t)e->ehdr.e_shnum);
+	h->orig_shstrndx = htole16((uint16_t)e->ehdr.e_shstrndx);
+	h->record_offset = htole64(t->at.record_offset);
+	h->tail_size = htole64(t->at.end - content);
+	pb_record_seal(r);
+
+	shdrs = new_shdrs(f, elf, &t->at, name_off, r->size);
+	if (!shdrs)
+		return PB_FAIL;
+	t->shdrs = shdrs_to_file(elf, e->cls, shdrs, e->shnum + 1, &t->shdrs_size);
+	free(shdrs);
+	if (!t->shdrs)
+		return libelf_fail(f, "cannot translate section headers");
+	if (ehdr_to_file(elf, e->cls, t->at.shdr_offset, e->shnum + 1,
+			 e->ehdr.e_shstrndx, t->ehdr, &t->ehdr_size))
+		return libelf_fail(f, "cannot translate the ELF header");
+	return 0;
+}
+
+/*
+ * Write order: the record (first, so an interrupted tail is recognisable),
+ * the rest of the tail, a data sync, and only then the header switch.
+ */
+static int write_tail(struct pb_file *f, const struct pb_record *r, const struct tail *t)
+{
+	uint64_t content = f->elf->file_size;
+	size_t gap = (size_t)(t->at.shdr_offset - t->at.strtab_offset - t->at.strtab_size);
+	unsigned char zeros[8] = { 0 };
+
+	if (pwrite_full(f->fd, r->buf, r->size, t->at.record_offset))
+		goto fail;
+	pb_fault_point("tail-record");
+	if (pwrite_full(f->fd, t->strtab, t->at.strtab_size, t->at.strtab_offset) ||
+	    pwrite_full(f->fd, zeros, gap, t->at.strtab_offset + t->at.strtab_size) ||
+	    pwrite_full(f->fd, t->shdrs, t->shdrs_size, t->at.shdr_offset))
+		goto fail;
+	pb_fault_point("tail-written");
+	if (fdatasync(f->fd))
+		goto fail;
+	if (pwrite_full(f->fd, t->ehdr, t->ehdr_size, 0))
+		goto fail;
+	pb_fault_point("header-switched");
+	if (fdatasync(f->fd))
+		return pb_error_errno(f->path, "fdatasync");
+	return 0;
+fail:
+	pb_error_errno(f->path, "write");
+	/* Nothing references the tail yet: cutting it off restores the file. */
+	if (ftruncate(f->fd, (off_t)content))
+		pb_error_errno(f->path, "truncate back to the original size");
+	return PB_FAIL;
+}
+
+int pb_elf_stamp(struct pb_file *f, const struct pb_params *p,
+		 const struct pb_saved_meta *m)
+{
+	struct pb_elf *e = f->elf;
+	struct pb_record r = { 0 };
+	struct tail t = { 0 };
+	Elf *elf;
+	int ret;
+
+	if (e->pb_index || f->interrupted)
+		return pb_error(f->path, "internal error: stamping a stamped file");
+	if (pb_record_init(&r, e->file_size, p->page_shift, p->nr_planes,
+			   p->threshold, p->flags))
+		return pb_error_errno(f->path, "cannot make a record of this geometry");
+	if (m->cap_size > 0 && (size_t)m->cap_size <= PBITMAP_CAP_SIZE) {
+		pb_hdr(&r)->cap_size = htole16((uint16_t)m->cap_size);
+		memcpy(pb_hdr(&r)->orig_cap, m->cap, (size_t)m->cap_size);
+	}
+	elf = begin(f);
+	if (!elf) {
+		pb_record_free(&r);
+		return libelf_fail(f, "elf_begin");
+	}
+	ret = build_tail(f, elf, &r, &t);
+	/* libelf maps the file: let go of it before the file changes. */
+	elf_end(elf);
+	if (!ret)
+		ret = write_tail(f, &r, &t);
+	free_tail(&t);
+	if (ret) {
+		pb_record_free(&r);
+		return ret;
+	}
+	pb_record_free(&f->rec);
+	f->rec = r;
+	f->has_record = true;
+	return 0;
+}
+
+int pb_elf_save(struct pb_file *f)
+{
+	if (!f->elf->pb_index || !f->has_record)
+		return pb_error(f->path, "no bitmap to update");
+	pb_record_seal(&f->rec);
+	if (pwrite_full(f->fd, f->rec.buf, f->rec.size, f->elf->pb_shdr.sh_offset))
+		return pb_error_errno(f->path, "write of the bitmap");
+	return sync_or_fail(f);
+}
+
+int pb_elf_read_original(struct pb_file *f,
+			 int (*sink)(void *ctx, const void *buf, size_t len),
+			 void *ctx)
+{
+	struct pb_elf *e = f->elf;
+	uint64_t size = pb_elf_content_size(f), off = 0;
+	size_t chunk = 1 << 20;
+	unsigned char *buf;
+	int ret = 0;
+
+	if (e->pb_index && !e->undo_ok)
+		return pb_error(f->path, "cannot reconstruct the original: %s",
+				e->damage ? e->damage : "undo data does not match the file");
+	buf = malloc(chunk);
+	if (!buf)
+		return pb_error_errno(f->path, "malloc");
+	while (off < size && !ret) {
+		size_t n = size - off < chunk ? (size_t)(size - off) : chunk;
+
+		if (pread_full(f->fd, buf, n, off)) {
+			ret = pb_error_errno(f->path, "read");
+			break;
+		}
+		if (off == 0 && e->pb_index) {
+			/* The header as it was: the stamp changed only these fields. */
+			GElf_Ehdr *h = &e->ehdr;
+			Elf *elf = begin(f);
+			unsigned char ehdr[sizeof(Elf64_Ehdr)];
+			size_t ehdr_size;
+
+			if (!elf || ehdr_to_file(elf, e->cls, le64toh(e->undo.orig_shoff),
+						 le32toh(e->undo.orig_shnum),
+						 h->e_shstrndx, ehdr, &ehdr_size)) {
+				ret = libelf_fail(f, "cannot translate the ELF header");
+				if (elf)
+					elf_end(elf);
+				break;
+			}
+			elf_end(elf);
+			memcpy(buf, ehdr, ehdr_size < n ? ehdr_size : n);
+		}
+		if (sink(ctx, buf, n))
+			ret = PB_FAIL;
+		off += n;
+	}
+	free(buf);
+	return ret;
+}
+
+static int discard(void *ctx, const void *buf, size_t len)
+{
+	(void)ctx;
+	(void)buf;
+	(void)len;
+	return 0;
+}
+
+/*
+ * The fuzz target's entry: run the very inspection pb_open() uses, on a
+ * memory file holding @buf.
+ */
+const char *pb_elf_check_memory(const void *buf, size_t size)
+{
+	struct pb_file f = { .path = "<memory>" };
+	const char *why;
+	int ret;
+
+	f.fd = memfd_create("pbitmap-check", MFD_CLOEXEC);
+	if (f.fd < 0)
+		return "memfd_create failed";
+	if ((size && pwrite_full(f.fd, buf, size, 0)) || fstat(f.fd, &f.st)) {
+		close(f.fd);
+		return "memfd write failed";
+	}
+	ret = pb_elf_inspect(&f);
+	if (ret == PB_NONE)
+		why = "not ELF";
+	else if (ret)
+		why = "rejected";
+	else
+		why = f.elf->damage;
+	if (!ret && (f.has_record || f.interrupted))
+		pb_elf_read_original(&f, discard, NULL);
+	pb_record_free(&f.rec);
+	pb_elf_free(&f);
+	close(f.fd);
+	return why;
+}

@@ -1,0 +1,464 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Opening files safely and modifying them without losing anything.
+ *
+ * A file is modified in place (the inode, hard links, ACLs and security
+ * label stay), and what a write would change besides content is put back:
+ * the modification time, the mode (a non-root write clears set-id bits)
+ * and security.capability (any write removes it, even as root).
+ * Files that must not change are refused before anything is written.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "pbitmap.h"
+
+#define XATTR_IMA	"security.ima"
+#define XATTR_CAPS	"security.capability"
+
+static const char *file_type(mode_t mode)
+{
+	if (S_ISDIR(mode))
+		return "is a directory";
+	if (S_ISFIFO(mode))
+		return "is a FIFO, not a regular file";
+	if (S_ISCHR(mode) || S_ISBLK(mode))
+		return "is a device, not a regular file";
+	if (S_ISSOCK(mode))
+		return "is a socket, not a regular file";
+	return "is not a regular file";
+}
+
+/* The inode flags that forbid writing, or NULL. */
+static const char *write_protection(int fd)
+{
+	struct statx stx;
+	int attr = 0;
+
+	if (statx(fd, "", AT_EMPTY_PATH, STATX_BASIC_STATS, &stx) == 0) {
+		if (stx.stx_attributes & STATX_ATTR_VERITY)
+			return "is an fs-verity file (its content is sealed)";
+		if (stx.stx_attributes & STATX_ATTR_IMMUTABLE)
+			return "is immutable (chattr +i)";
+		if (stx.stx_attributes & STATX_ATTR_APPEND)
+			return "is append-only (chattr +a)";
+	}
+	if (ioctl(fd, FS_IOC_GETFLAGS, &attr) == 0) {
+		if (attr & FS_IMMUTABLE_FL)
+			return "is immutable (chattr +i)";
+		if (attr & FS_APPEND_FL)
+			return "is append-only (chattr +a)";
+	}
+	return NULL;
+}
+
+/* Why opening for writing failed, in the user's terms. */
+static int open_failed(struct pb_file *f, int err)
+{
+	const char *why = NULL;
+	int fd;
+
+	switch (err) {
+	case ETXTBSY:
+		return pb_skip(f->path, "is being executed: Linux refuses writes to the file "
+			       "of a running program (ETXTBSY); stamp it while it is not running");
+	case EROFS:
+		return pb_skip(f->path, "is on a read-only filesystem");
+	case EPERM:
+	case EACCES:
+		fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+			  ((f->open_flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW));
+		if (fd >= 0) {
+			why = write_protection(fd);
+			close(fd);
+		}
+		if (why)
+			return pb_skip(f->path, "%s", why);
+		break;
+	}
+	errno = err;
+	return pb_error_errno(f->path, "cannot open");
+}
+
+/* Refuse what must not be modified even though it could be opened. */
+static int check_writable(struct pb_file *f)
+{
+	struct statvfs vfs;
+	const char *why = write_protection(f->fd);
+
+	if (why)
+		return pb_skip(f->path, "%s", why);
+	if (fgetxattr(f->fd, XATTR_IMA, NULL, 0) >= 0)
+		return pb_skip(f->path, "carries an IMA signature (security.ima); "
+			       "changing the file would fail its appraisal");
+	if (fstatvfs(f->fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
+		return pb_skip(f->path, "is on a read-only filesystem");
+	return 0;
+}
+
+static int check_path(struct pb_file *f, struct stat *lst)
+{
+	char target[256];
+	ssize_t n;
+
+	if (lstat(f->path, lst))
+		return pb_error_errno(f->path, "cannot access");
+	if (S_ISLNK(lst->st_mode)) {
+		if (f->open_flags & PB_OPEN_QUIET)
+			return PB_NONE;
+		if (f->open_flags & PB_OPEN_FOLLOW)
+			return 0;
+		n = readlink(f->path, target, sizeof(target) - 1);
+		target[n > 0 ? n : 0] = '\0';
+		return pb_error(f->path, "is a symbolic link (to %s): name the file itself, "
+				"or use -L to follow links", n > 0 ? target : "?");
+	}
+	if (!S_ISREG(lst->st_mode)) {
+		if (f->open_flags & PB_OPEN_QUIET)
+			return PB_NONE;
+		return pb_error(f->path, "%s", file_type(lst->st_mode));
+	}
+	return 0;
+}
+
+static int open_fd(struct pb_file *f, const struct stat *lst)
+{
+	unsigned int flags = f->open_flags;
+	int oflags = O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+		     ((flags & PB_OPEN_WRITE) ? O_RDWR : O_RDONLY) |
+		     ((flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW);
+
+	/* O_NONBLOCK: a FIFO swapped in after lstat() must not hang us. */
+	f->fd = open(f->path, oflags);
+	if (f->fd < 0)
+		return (flags & PB_OPEN_WRITE) ? open_failed(f, errno) :
+		       pb_error_errno(f->path, "cannot open");
+	if (fstat(f->fd, &f->st))
+		return pb_error_errno(f->path, "fstat");
+	if (!S_ISREG(f->st.st_mode)) {
+		if (flags & PB_OPEN_QUIET)
+			return PB_NONE;
+		return pb_error(f->path, "%s", file_type(f->st.st_mode));
+	}
+	if (!S_ISLNK(lst->st_mode) &&
+	    (f->st.st_dev != lst->st_dev || f->st.st_ino != lst->st_ino))
+		return pb_error(f->path, "was replaced while being opened");
+	if (fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) & ~O_NONBLOCK))
+		return pb_error_errno(f->path, "fcntl");
+	return 0;
+}
+
+int pb_open(struct pb_file *f, const char *path, unsigned int flags)
+{
+	struct stat lst;
+	int ret;
+
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
+	f->path = path;
+	f->open_flags = flags;
+	ret = check_path(f, &lst);
+	if (!ret)
+		ret = open_fd(f, &lst);
+	if (!ret && (flags & PB_OPEN_WRITE))
+		ret = check_writable(f);
+	if (!ret)
+		ret = pb_elf_inspect(f);
+	if (ret == PB_NONE && !(flags & (PB_OPEN_QUIET | PB_OPEN_ELF_ONLY))) {
+		f->kind = PB_KIND_DATA;
+		ret = pb_xattr_load(f);
+	}
+	if (ret)
+		pb_close(f);
+	return ret;
+}
+
+void pb_close(struct pb_file *f)
+{
+	pb_record_free(&f->rec);
+	pb_elf_free(f);
+	if (f->fd >= 0)
+		close(f->fd);
+	f->fd = -1;
+}
+
+/* ---- metadata ---------------------------------------------------------- */
+
+int pb_meta_save(struct pb_file *f, struct pb_saved_meta *m)
+{
+	struct stat st;
+
+	if (fstat(f->fd, &st))
+		return pb_error_errno(f->path, "fstat");
+	m->mtime = st.st_mtim;
+	m->mode = st.st_mode & 07777;
+	m->uid = st.st_uid;
+	m->gid = st.st_gid;
+	m->cap_size = fgetxattr(f->fd, XATTR_CAPS, m->cap, sizeof(m->cap));
+	if (m->cap_size < 0 && errno != ENODATA && errno != ENOTSUP)
+		return pb_error_errno(f->path, "reading " XATTR_CAPS);
+	return 0;
+}
+
+int pb_meta_restore(struct pb_file *f, const struct pb_saved_meta *m)
+{
+	struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, m->mtime };
+	unsigned char cap[sizeof(m->cap)];
+	struct stat st;
+	int ret = 0;
+
+	if (m->cap_size > 0 &&
+	    fgetxattr(f->fd, XATTR_CAPS, cap, sizeof(cap)) != m->cap_size &&
+	    fsetxattr(f->fd, XATTR_CAPS, m->cap, (size_t)m->cap_size, 0))
+		ret = pb_error_errno(f->path, "restoring file capabilities");
+	if (fstat(f->fd, &st) == 0 && (st.st_mode & 07777) != m->mode &&
+	    fchmod(f->fd, m->mode))
+		ret = pb_error_errno(f->path, "restoring the mode");
+	/* Last: setting capabilities or the mode does not touch mtime. */
+	if (futimens(f->fd, times))
+		ret = pb_error_errno(f->path, "restoring the modification time");
+	if (fsync(f->fd))
+		ret = pb_error_errno(f->path, "fsync");
+	return ret;
+}
+
+/*
+ * An interrupted stamp may have dropped the capabilities after saving
+ * them in its record: take them from there when the file has none.
+ */
+static void recover_caps(struct pb_file *f, struct pb_saved_meta *m)
+{
+	size_t n;
+
+	if (!f->interrupted || m->cap_size > 0)
+		return;
+	n = pb_elf_undo_cap(f, m->cap, sizeof(m->cap));
+	if (n) {
+		m->cap_size = (ssize_t)n;
+		pb_note(f->path, "restoring file capabilities saved by the interrupted stamp");
+	}
+}
+
+/* ---- operations ---------------------------------------------------------- */
+
+static void apply_defaults(struct pb_params *p)
+{
+	if (!p->nr_planes)
+		p->nr_planes = PB_DEFAULT_PLANES;
+	if (!p->threshold)
+		p->threshold = p->nr_planes < PB_DEFAULT_THRESHOLD ? p->nr_planes :
+			       PB_DEFAULT_THRESHOLD;
+	if (!p->xattr_max)
+		p->xattr_max = PB_XATTR_MAX_DEFAULT;
+}
+
+/* Re-read the file's state after its layout changed. */
+static int reinspect(struct pb_file *f)
+{
+	pb_record_free(&f->rec);
+	pb_elf_free(f);
+	f->has_record = false;
+	f->interrupted = false;
+	f->damage = NULL;
+	if (fstat(f->fd, &f->st))
+		return pb_error_errno(f->path, "fstat");
+	return pb_elf_inspect(f);
+}
+
+static int stamp_fresh(struct pb_file *f, struct pb_params *p)
+{
+	struct pb_saved_meta m;
+	int ret;
+
+	if (pb_meta_save(f, &m))
+		return PB_FAIL;
+	recover_caps(f, &m);
+	if (f->kind == PB_KIND_DATA)
+		return pb_xattr_stamp(f, p);	/* an xattr change keeps mtime and caps */
+	if (f->interrupted) {
+		pb_note(f->path, "removing the tail of an interrupted stamp");
+		ret = pb_elf_unstamp(f);
+		if (!ret)
+			ret = reinspect(f);
+		if (ret)
+			return ret;
+	}
+	if (!p->page_shift)
+		p->page_shift = PBITMAP_MIN_PAGE_SHIFT;
+	ret = pb_elf_stamp(f, p, &m);
+	if (pb_meta_restore(f, &m))
+		ret = PB_FAIL;
+	return ret;
+}
+
+/* Copy the learned generations of @old into the (empty) record of @f. */
+static void carry_planes(struct pb_file *f, const struct pb_record *old)
+{
+	const struct pbitmap_header *oh = pb_hdr(old);
+	struct pbitmap_header *nh = pb_hdr(&f->rec);
+	unsigned int gens = oh->nr_planes < nh->nr_planes ? oh->nr_planes : nh->nr_planes;
+	uint64_t old_pages = pb_nr_pages(old), new_pages = pb_nr_pages(&f->rec);
+
+	for (unsigned int age = 0; age < gens; age++) {
+		/* Oldest first, so that the newest ends up at age 0. */
+		unsigned int a = gens - 1 - age;
+		const unsigned char *src = pb_plane(old, a);
+		unsigned char *dst = pb_plane(&f->rec, a);
+
+		for (uint64_t n = 0; n < old_pages; n++) {
+			uint64_t byte = n << oh->page_shift, m = byte >> nh->page_shift;
+
+			if (pb_test_bit(src, n) && m < new_pages)
+				pb_set_bit(dst, m);
+		}
+	}
+	nh->runs = oh->runs;
+	nh->last_update = oh->last_update;
+	pb_record_seal(&f->rec);
+}
+
+/* Change what fits in place (threshold, flags); else re-stamp. */
+static int restamp(struct pb_file *f, struct pb_params *p)
+{
+	struct pbitmap_header *h = pb_hdr(&f->rec);
+	struct pb_record old = f->rec;
+	int ret;
+
+	if (p->nr_planes == h->nr_planes &&
+	    (!p->page_shift || p->page_shift == h->page_shift)) {
+		uint32_t flags = (le32toh(h->flags) & PBITMAP_F_XATTR) | p->flags;
+
+		if (p->threshold == h->threshold && flags == le32toh(h->flags)) {
+			pb_note(f->path, "already stamped");
+			return 0;
+		}
+		h->threshold = (uint8_t)p->threshold;
+		h->flags = htole32(flags);
+		return pb_save(f);
+	}
+	f->rec = (struct pb_record){ 0 };
+	f->has_record = false;
+	if (f->kind == PB_KIND_ELF) {
+		ret = pb_unstamp(f);
+		if (!ret)
+			ret = reinspect(f);
+	} else {
+		ret = 0;
+	}
+	if (!ret)
+		ret = stamp_fresh(f, p);
+	if (!ret) {
+		carry_planes(f, &old);
+		ret = pb_save(f);
+	}
+	pb_record_free(&old);
+	return ret;
+}
+
+int pb_stamp(struct pb_file *f, const struct pb_params *params)
+{
+	struct pb_params p = *params;
+
+	apply_defaults(&p);
+	if (p.threshold > p.nr_planes)
+		return pb_error(f->path, "threshold %u is more than the %u generations",
+				p.threshold, p.nr_planes);
+	if (f->has_record) {
+		if (!params->threshold)
+			p.threshold = pb_hdr(&f->rec)->threshold <= p.nr_planes ?
+				      pb_hdr(&f->rec)->threshold : p.nr_planes;
+		if (!params->nr_planes)
+			p.nr_planes = pb_hdr(&f->rec)->nr_planes;
+		return restamp(f, &p);
+	}
+	if (f->damage) {
+		pb_note(f->path, "replacing a damaged bitmap (%s)", f->damage);
+		if (pb_unstamp(f) == PB_FAIL)
+			return PB_FAIL;
+		if (f->kind == PB_KIND_ELF && reinspect(f))
+			return PB_FAIL;
+	}
+	return stamp_fresh(f, &p);
+}
+
+int pb_unstamp(struct pb_file *f)
+{
+	struct pb_saved_meta m;
+	int ret;
+
+	if (f->kind == PB_KIND_DATA)
+		return pb_xattr_unstamp(f);
+	if (!pb_elf_is_stamped(f) && !f->interrupted)
+		return PB_NONE;
+	if (pb_meta_save(f, &m))
+		return PB_FAIL;
+	recover_caps(f, &m);
+	ret = pb_elf_unstamp(f);
+	if (pb_meta_restore(f, &m))
+		ret = PB_FAIL;
+	return ret;
+}
+
+int pb_save(struct pb_file *f)
+{
+	struct pb_saved_meta m;
+	int ret;
+
+	if (f->kind == PB_KIND_DATA)
+		return pb_xattr_save(f);
+	if (pb_meta_save(f, &m))
+		return PB_FAIL;
+	ret = pb_elf_save(f);
+	if (pb_meta_restore(f, &m))
+		ret = PB_FAIL;
+	return ret;
+}
+
+uint64_t pb_content_size(const struct pb_file *f)
+{
+	if (f->kind == PB_KIND_ELF)
+		return pb_elf_content_size(f);
+	return (uint64_t)f->st.st_size;
+}
+
+int pb_read_original(struct pb_file *f,
+		     int (*sink)(void *ctx, const void *buf, size_t len),
+		     void *ctx)
+{
+	size_t chunk = 1 << 20;
+	unsigned char *buf;
+	int ret = 0;
+
+	if (f->kind == PB_KIND_ELF)
+		return pb_elf_read_original(f, sink, ctx);
+	buf = malloc(chunk);
+	if (!buf)
+		return pb_error_errno(f->path, "malloc");
+	for (off_t off = 0;;) {
+		ssize_t n = pread(f->fd, buf, chunk, off);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			ret = pb_error_errno(f->path, "read");
+			break;
+		}
+		if (n == 0)
+			break;
+		if (sink(ctx, buf, (size_t)n)) {
+			ret = PB_FAIL;
+			break;
+		}
+		off += n;
+	}
+	free(buf);
+	return ret;
+}
