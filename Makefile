@@ -56,17 +56,24 @@ $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
 $(BUILD):
 	@mkdir -p $(BUILD)
 
+# Idempotent: apt-get runs only when a package is missing.
 deps:
-	@if [ "$$(id -u)" != 0 ]; then echo "make deps: run as root (apt-get)" >&2; exit 1; fi
-	apt-get update -q
-	DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $(DEPS_ALL)
+	@missing=$$(for p in $(DEPS_ALL); do \
+		dpkg-query -W -f='$${Status}\n' $$p 2>/dev/null | grep -q '^install ok installed' || echo $$p; \
+	done); \
+	if [ -z "$$missing" ]; then echo "make deps: all packages present"; exit 0; fi; \
+	if [ "$$(id -u)" != 0 ]; then echo "make deps: missing $$missing; run as root" >&2; exit 1; fi; \
+	echo "make deps: installing" $$missing; \
+	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
 
-check: check-tool
+check: deps
+	$(MAKE) check-tool
 
 check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/fuzz/fuzz_parse
 	tests/run-tests tests/tool
 
-demo: $(BUILD)/pbitmap
+demo: deps
+	$(MAKE) $(BUILD)/pbitmap
 	tests/demo.sh
 
 fuzz: $(BUILD)/fuzz/fuzz_parse
