@@ -14,6 +14,8 @@
  * leave either a complete stamp, or the original ELF (every tool sees the
  * same file) followed by an unreferenced tail that pb_elf_inspect()
  * recognises as an interrupted stamp and the next add or strip removes.
+ * (Nothing is restored from such a tail: its bytes are whoever wrote the
+ * file's, so they are only ever compared and cut off.)
  *
  * libelf reads and checks the file and translates headers to file order;
  * the only bytes written by hand are the ones libelf translated for us.
@@ -503,19 +505,6 @@ uint64_t pb_elf_content_size(const struct pb_file *f)
 	return e->file_size;
 }
 
-size_t pb_elf_undo_cap(const struct pb_file *f, unsigned char *buf, size_t size)
-{
-	size_t n;
-
-	if (!f->elf)
-		return 0;
-	n = le16toh(f->elf->undo.cap_size);
-	if (n > PBITMAP_CAP_SIZE || n > size)
-		return 0;
-	memcpy(buf, f->elf->undo.orig_cap, n);
-	return n;
-}
-
 uint64_t pb_elf_record_offset(const struct pb_file *f)
 {
 	return f->elf->pb_index ? f->elf->pb_shdr.sh_offset : 0;
@@ -718,8 +707,7 @@ fail:
 	return PB_FAIL;
 }
 
-int pb_elf_stamp(struct pb_file *f, const struct pb_params *p,
-		 const struct pb_saved_meta *m)
+int pb_elf_stamp(struct pb_file *f, const struct pb_params *p)
 {
 	struct pb_elf *e = f->elf;
 	struct pb_record r = { 0 };
@@ -732,10 +720,6 @@ int pb_elf_stamp(struct pb_file *f, const struct pb_params *p,
 	if (pb_record_init(&r, e->file_size, p->page_shift, p->nr_planes,
 			   p->threshold, p->flags))
 		return pb_error_errno(f->path, "cannot make a record of this geometry");
-	if (m->cap_size > 0 && (size_t)m->cap_size <= PBITMAP_CAP_SIZE) {
-		pb_hdr(&r)->cap_size = htole16((uint16_t)m->cap_size);
-		memcpy(pb_hdr(&r)->orig_cap, m->cap, (size_t)m->cap_size);
-	}
 	elf = begin(f);
 	if (!elf) {
 		pb_record_free(&r);

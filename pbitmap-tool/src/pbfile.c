@@ -230,23 +230,6 @@ int pb_meta_restore(struct pb_file *f, const struct pb_saved_meta *m)
 	return ret;
 }
 
-/*
- * An interrupted stamp may have dropped the capabilities after saving
- * them in its record: take them from there when the file has none.
- */
-static void recover_caps(struct pb_file *f, struct pb_saved_meta *m)
-{
-	size_t n;
-
-	if (!f->interrupted || m->cap_size > 0)
-		return;
-	n = pb_elf_undo_cap(f, m->cap, sizeof(m->cap));
-	if (n) {
-		m->cap_size = (ssize_t)n;
-		pb_note(f->path, "restoring file capabilities saved by the interrupted stamp");
-	}
-}
-
 /* ---- operations ---------------------------------------------------------- */
 
 static void apply_defaults(struct pb_params *p)
@@ -280,7 +263,6 @@ static int stamp_fresh(struct pb_file *f, struct pb_params *p)
 
 	if (pb_meta_save(f, &m))
 		return PB_FAIL;
-	recover_caps(f, &m);
 	if (f->kind == PB_KIND_DATA)
 		return pb_xattr_stamp(f, p);	/* an xattr change keeps mtime and caps */
 	if (f->interrupted) {
@@ -293,7 +275,7 @@ static int stamp_fresh(struct pb_file *f, struct pb_params *p)
 	}
 	if (!p->page_shift)
 		p->page_shift = PBITMAP_MIN_PAGE_SHIFT;
-	ret = pb_elf_stamp(f, p, &m);
+	ret = pb_elf_stamp(f, p);
 	if (pb_meta_restore(f, &m))
 		ret = PB_FAIL;
 	return ret;
@@ -400,7 +382,6 @@ int pb_unstamp(struct pb_file *f)
 		return PB_NONE;
 	if (pb_meta_save(f, &m))
 		return PB_FAIL;
-	recover_caps(f, &m);
 	ret = pb_elf_unstamp(f);
 	if (pb_meta_restore(f, &m))
 		ret = PB_FAIL;

@@ -210,8 +210,7 @@ int pb_meta_restore(struct pb_file *f, const struct pb_saved_meta *m);
 /* ELF-specific (elfstore.c) */
 int pb_elf_inspect(struct pb_file *f);
 void pb_elf_free(struct pb_file *f);
-int pb_elf_stamp(struct pb_file *f, const struct pb_params *p,
-		 const struct pb_saved_meta *m);
+int pb_elf_stamp(struct pb_file *f, const struct pb_params *p);
 int pb_elf_unstamp(struct pb_file *f);
 int pb_elf_save(struct pb_file *f);
 int pb_elf_read_original(struct pb_file *f,
@@ -221,8 +220,6 @@ int pb_elf_read_original(struct pb_file *f,
 bool pb_elf_is_stamped(const struct pb_file *f);
 uint64_t pb_elf_content_size(const struct pb_file *f);
 uint64_t pb_elf_record_offset(const struct pb_file *f);
-/* Capabilities saved in the undo data of a stamp or interrupted stamp. */
-size_t pb_elf_undo_cap(const struct pb_file *f, unsigned char *buf, size_t size);
 /*
  * Run pb_elf_inspect() on a memory file holding @buf (the fuzz target's
  * entry).  Returns NULL when acceptable, else a reason.  Messages go through

@@ -158,10 +158,11 @@ const char *pb_record_check(const void *buf, size_t size)
 		return "threshold out of range";
 	if (h->newest_plane >= h->nr_planes)
 		return "newest plane out of range";
-	if (h->reserved[0] || h->reserved[1])
+	if (h->reserved0)
 		return "reserved fields not zero";
-	if (le16toh(h->cap_size) > PBITMAP_CAP_SIZE)
-		return "capability copy too large";
+	for (size_t i = 0; i < sizeof(h->reserved) / sizeof(h->reserved[0]); i++)
+		if (h->reserved[i])
+			return "reserved fields not zero";
 	content_size = le64toh(h->content_size);
 	nr_pages = le64toh(h->nr_pages);
 	if (content_size == 0 || nr_pages == 0)

@@ -55,9 +55,6 @@
 #define PBITMAP_F_XATTR			(1U << 1)
 #define PBITMAP_F_ALL			(PBITMAP_F_NO_LEARN | PBITMAP_F_XATTR)
 
-/* Size of the copy of security.capability kept for crash recovery. */
-#define PBITMAP_CAP_SIZE		24
-
 /**
  * struct pbitmap_header - the fixed part of a pbitmap record (128 bytes)
  * @magic: PBITMAP_MAGIC
@@ -79,12 +76,10 @@
  * @orig_shoff: ELF undo data: e_shoff before stamping
  * @orig_shnum: ELF undo data: e_shnum before stamping
  * @orig_shstrndx: ELF undo data: e_shstrndx before stamping
- * @cap_size: bytes of @orig_cap in use, 0 if the file had no capabilities
+ * @reserved0: zero
  * @record_offset: ELF: file offset of this header; 0 in an xattr
  * @tail_size: ELF: bytes appended after @content_size (padding, record,
  *	.shstrtab copy, section header table); 0 in an xattr
- * @orig_cap: security.capability of the file before stamping, so that an
- *	interrupted stamp can be repaired without losing it
  * @reserved: zero
  */
 struct pbitmap_header {
@@ -105,11 +100,10 @@ struct pbitmap_header {
 	__le64	orig_shoff;
 	__le32	orig_shnum;
 	__le16	orig_shstrndx;
-	__le16	cap_size;
+	__le16	reserved0;
 	__le64	record_offset;
 	__le64	tail_size;
-	__u8	orig_cap[PBITMAP_CAP_SIZE];
-	__le64	reserved[2];
+	__le64	reserved[5];
 };
 
 /**
