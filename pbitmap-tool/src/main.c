@@ -106,7 +106,7 @@ static const char usage_text[] =
 	"Predictive page bitmaps: remember which pages of a program, library or\n"
 	"mapped data file are needed at start-up, and fetch them in one batch.\n"
 	"\n"
-	"  add [-g N] [-t T] [--page-shift S] [--no-learn] [--xattr-max B]\n"
+	"  add [-g N] [-t T] [--page-shift S] [--no-learn|--learn] [--xattr-max B]\n"
 	"      [-L] [--stdin] FILE...     add an empty bitmap (idempotent)\n"
 	"  strip [--stdin] FILE...        remove it; ELF files become byte-identical\n"
 	"  undo [-o OUT] FILE             write the original bytes to stdout or OUT\n"
@@ -312,6 +312,7 @@ static int cmd_add(int argc, char **argv)
 		{ "threshold", required_argument, NULL, 't' },
 		{ "page-shift", required_argument, NULL, 'S' },
 		{ "no-learn", no_argument, NULL, 'N' },
+		{ "learn", no_argument, NULL, 'E' },
 		{ "xattr-max", required_argument, NULL, 'X' },
 		{ "dereference", no_argument, NULL, 'L' },
 		{ "stdin", no_argument, NULL, 'I' },
@@ -348,6 +349,11 @@ static int cmd_add(int argc, char **argv)
 			break;
 		case 'N':
 			p.flags |= PBITMAP_F_NO_LEARN;
+			p.set_flags = true;
+			break;
+		case 'E':
+			p.flags &= ~PBITMAP_F_NO_LEARN;
+			p.set_flags = true;
 			break;
 		case 'X':
 			if (!parse_size(optarg, &rest, &size) || *rest || size < 256 ||
@@ -1075,13 +1081,10 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
 		if (strcmp(name, verbs[i].name))
 			continue;
-		for (int a = 2; a < argc; a++) {
-			if (!strcmp(argv[a], "--"))
-				break;
-			if (!strcmp(argv[a], "-h") || !strcmp(argv[a], "--help")) {
-				fputs(usage_text, stdout);
-				return PB_EXIT_OK;
-			}
+		/* Only right after the verb: "record -- CMD -h" is CMD's option. */
+		if (argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))) {
+			fputs(usage_text, stdout);
+			return PB_EXIT_OK;
 		}
 		optind = 1;
 		return verbs[i].run(argc - 1, argv + 1);

@@ -278,6 +278,9 @@ static int stamp_fresh(struct pb_file *f, struct pb_params *p)
 	ret = pb_elf_stamp(f, p);
 	if (pb_meta_restore(f, &m))
 		ret = PB_FAIL;
+	/* Later saves go through the new section: look at the file afresh. */
+	if (!ret)
+		ret = reinspect(f);
 	return ret;
 }
 
@@ -314,16 +317,14 @@ static int restamp(struct pb_file *f, struct pb_params *p)
 	struct pb_record old = f->rec;
 	int ret;
 
-	if (p->nr_planes == h->nr_planes &&
-	    (!p->page_shift || p->page_shift == h->page_shift)) {
-		uint32_t flags = (le32toh(h->flags) & PBITMAP_F_XATTR) | p->flags;
-
-		if (p->threshold == h->threshold && flags == le32toh(h->flags)) {
-			pb_note(f->path, "already stamped");
+	if (p->nr_planes == h->nr_planes && p->page_shift == h->page_shift) {
+		if (p->threshold == h->threshold && p->flags == le32toh(h->flags)) {
+			if (pb_verbose)
+				pb_note(f->path, "already stamped");
 			return 0;
 		}
 		h->threshold = (uint8_t)p->threshold;
-		h->flags = htole32(flags);
+		h->flags = htole32(p->flags);
 		return pb_save(f);
 	}
 	f->rec = (struct pb_record){ 0 };
@@ -335,6 +336,7 @@ static int restamp(struct pb_file *f, struct pb_params *p)
 	} else {
 		ret = 0;
 	}
+	p->flags &= ~PBITMAP_F_XATTR;
 	if (!ret)
 		ret = stamp_fresh(f, p);
 	if (!ret) {
@@ -345,22 +347,43 @@ static int restamp(struct pb_file *f, struct pb_params *p)
 	return ret;
 }
 
+/*
+ * What the user did not ask to change stays as the existing record has it;
+ * a data file's granule follows its generations (it must fit the xattr).
+ */
+static void inherit_params(const struct pb_file *f, const struct pb_params *given,
+			   struct pb_params *p)
+{
+	const struct pbitmap_header *h = pb_hdr(&f->rec);
+
+	*p = *given;
+	if (!given->nr_planes)
+		p->nr_planes = h->nr_planes;
+	if (!given->threshold)
+		p->threshold = h->threshold <= p->nr_planes ? h->threshold : p->nr_planes;
+	if (!given->set_flags)
+		p->flags = le32toh(h->flags) & ~PBITMAP_F_XATTR;
+	if (!given->page_shift && (f->kind == PB_KIND_ELF || p->nr_planes == h->nr_planes))
+		p->page_shift = h->page_shift;
+	if (f->kind == PB_KIND_DATA)
+		p->flags |= PBITMAP_F_XATTR;
+}
+
 int pb_stamp(struct pb_file *f, const struct pb_params *params)
 {
 	struct pb_params p = *params;
 
-	apply_defaults(&p);
+	if (f->has_record) {
+		inherit_params(f, params, &p);
+		apply_defaults(&p);
+	} else {
+		apply_defaults(&p);
+	}
 	if (p.threshold > p.nr_planes)
 		return pb_error(f->path, "threshold %u is more than the %u generations",
 				p.threshold, p.nr_planes);
-	if (f->has_record) {
-		if (!params->threshold)
-			p.threshold = pb_hdr(&f->rec)->threshold <= p.nr_planes ?
-				      pb_hdr(&f->rec)->threshold : p.nr_planes;
-		if (!params->nr_planes)
-			p.nr_planes = pb_hdr(&f->rec)->nr_planes;
+	if (f->has_record)
 		return restamp(f, &p);
-	}
 	if (f->damage) {
 		pb_note(f->path, "replacing a damaged bitmap (%s)", f->damage);
 		if (pb_unstamp(f) == PB_FAIL)

@@ -71,6 +71,7 @@ struct pb_params {
 	unsigned int nr_planes;		/* 0: default 4 */
 	unsigned int threshold;		/* 0: default 1 */
 	uint32_t flags;			/* PBITMAP_F_NO_LEARN */
+	bool set_flags;			/* flags given: change them on a stamped file */
 	size_t xattr_max;		/* 0: default PB_XATTR_MAX_DEFAULT */
 };
 
