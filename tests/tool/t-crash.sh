@@ -1,0 +1,166 @@
+#!/bin/bash
+# t-crash: a pbitmap killed at any step of add or strip leaves a file that
+# works, and that the next add or strip brings to a clean state.
+#
+# Uses the ASan build, which has the crash-injection points compiled in:
+# PBITMAP_FAULT=list prints every point an operation passes, and
+# PBITMAP_FAULT=STEP makes the process SIGKILL itself there (status 137).
+# For each step of `add` and of `strip` (on an ELF program carrying a file
+# capability, and on a data file) this asserts, right after the kill:
+#   - either the original is intact (the first ORIG_SIZE bytes equal the
+#     original, readelf and eu-elflint see nothing new, the program prints
+#     the same) or the stamp is complete (verify exits 0);
+#   - verify exits 0 or says "interrupted" (or, once strip is done but for
+#     its last step, the file is the original: no bitmap);
+# and then that both ways out work: `add` completes or repairs it (verify 0)
+# and a following `strip` gives the byte-identical original; or `strip`
+# directly gives it.  File capabilities: pbitmap(1) (CRASH SAFETY) says a
+# kill between the first write and the metadata restore may lose them and
+# that nothing is ever restored from a tail on disk; so the test prints
+# whether they survived each kill and asserts that repair and strip neither
+# lose nor add any afterwards.
+# Why: the tool runs from package triggers; power loss or an OOM kill in the
+# middle must never leave a broken binary behind.
+
+source "$(dirname "$0")/../lib.sh"
+need gcc readelf eu-elflint setcap getcap getfattr python3 cmp
+ELFCHECK="python3 $TOP/tests/elfcheck.py"
+
+d=$(tmpdir)
+cat >"$d/p.c" <<'EOF'
+#include <stdio.h>
+int main(void) { puts("crash test program"); return 7; }
+EOF
+gcc -O1 -o "$d/prog" "$d/p.c" || fail gcc
+setcap cap_net_raw+ep "$d/prog" || fail setcap
+CAP=$(getcap "$d/prog" | sed "s|^$d/prog||")
+size=$(stat -c %s "$d/prog")
+eu-elflint --gnu-ld "$d/prog" 2>&1 | sed "s|$d/prog|FILE|g" | sort -u >"$d/lint.orig"
+head -c 300000 /dev/urandom >"$d/data"
+
+# steps VERB FILE: the fault points VERB passes, in order.
+steps() {
+	local verb=$1 f=$2
+	PBITMAP_FAULT=list "$PBITMAP" "$verb" "$f" 2>&1 >/dev/null | sed -n 's/^fault point: //p'
+}
+
+fresh_elf() { cp -p "$d/prog" "$1" && setcap cap_net_raw+ep "$1"; }
+
+# elf_state F: after the kill, F is either the working original or a
+# complete stamp.  Prints which.
+elf_state() {
+	local f=$1 lint
+	if "$PBITMAP" verify "$f" >/dev/null 2>&1; then
+		echo "complete stamp"
+		return
+	fi
+	head -c "$size" "$f" | cmp -s - "$d/prog" ||
+		fail "$f: neither a valid stamp nor the original content in the first $size bytes"
+	readelf -W -h -S -l "$f" >/dev/null 2>"$d/readelf.err" && [[ ! -s $d/readelf.err ]] ||
+		fail "$f: readelf complains: $(cat "$d/readelf.err")"
+	lint=$(eu-elflint --gnu-ld "$f" 2>&1 | sed "s|$f|FILE|g" | sort -u | comm -13 "$d/lint.orig" -)
+	[[ -z $lint ]] || fail "$f: eu-elflint: $lint"
+	local out rc
+	out=$("$f")
+	rc=$?
+	[[ $out == "crash test program" && $rc == 7 ]] || fail "$f: program prints '$out', exit $rc"
+	echo "original content, $(($(stat -c %s "$f") - size)) bytes of tail"
+}
+
+verify_ok_or_interrupted() {
+	local f=$1
+	"$PBITMAP" verify "$f" >"$OUT" 2>"$ERR"
+	case $? in
+	0) ;;
+	1)
+		# Killed after the work was done (strip, last step): the original
+		# with no bitmap is a clean state too.
+		grep -qi interrupted "$ERR" || cmp -s "$f" "$d/prog" ||
+			fail "$f: verify after a crash: exit 1 without 'interrupted': $(cat "$ERR")"
+		;;
+	*) fail "$f: verify after a crash: exit $?: $(cat "$ERR")" ;;
+	esac
+}
+
+# after_crash F: check the state, then both ways out.
+after_crash() {
+	local f=$1 what=$2 state cap after_kill cap_note
+	state=$(elf_state "$f") || exit 1
+	verify_ok_or_interrupted "$f"
+	cp -p "$f" "$f.b"
+
+	# What the kill left of the capability; nothing may change it from now on.
+	after_kill=$(getcap "$f" | sed "s|^$f||")
+	[[ -n $after_kill ]] && setcap cap_net_raw+ep "$f.b"   # cp -p copies no capability
+	if [[ $after_kill == "$CAP" ]]; then cap_note="capability kept"; else cap_note="capability lost (documented)"; fi
+
+	# Way out 1: add repairs or completes, strip restores.
+	expect_status 0 "$PBITMAP" add "$f"
+	expect_status 0 "$PBITMAP" verify "$f"
+	$ELFCHECK stamp "$d/prog" "$f" >/dev/null || fail "$what: add after the crash gives a bad layout"
+	cap=$(getcap "$f" | sed "s|^$f||")
+	[[ $cap == "$after_kill" ]] || fail "$what: capability after repair '$cap', after the kill it was '$after_kill'"
+	expect_status 0 "$PBITMAP" strip "$f"
+	assert_cmp "$f" "$d/prog"
+	cap=$(getcap "$f" | sed "s|^$f||")
+	[[ $cap == "$after_kill" ]] || fail "$what: capability after strip '$cap', after the kill it was '$after_kill'"
+
+	# Way out 2: strip straight away.
+	expect_status 0 "$PBITMAP" strip "$f.b"
+	assert_cmp "$f.b" "$d/prog"
+	cap=$(getcap "$f.b" | sed "s|^$f.b||")
+	[[ $cap == "$after_kill" ]] || fail "$what: capability after a direct strip '$cap', after the kill it was '$after_kill'"
+	pass "$what: killed -> $state, $cap_note; add+strip and strip both give the original"
+}
+
+# ---- ELF add ---------------------------------------------------------------
+
+fresh_elf "$d/list"
+mapfile -t add_steps < <(steps add "$d/list")
+((${#add_steps[@]})) || add_steps=(tail-record tail-written header-switched)
+note "add fault points: ${add_steps[*]}"
+mapfile -t strip_steps < <(steps strip "$d/list")
+((${#strip_steps[@]})) || strip_steps=(strip-header)
+note "strip fault points: ${strip_steps[*]}"
+for s in "${add_steps[@]}"; do
+	f=$d/add-$s
+	fresh_elf "$f"
+	expect_status 137 env PBITMAP_FAULT="$s" "$PBITMAP" add "$f"
+	after_crash "$f" "add killed at $s"
+done
+
+# ---- ELF strip ---------------------------------------------------------------
+
+for s in "${strip_steps[@]}"; do
+	f=$d/strip-$s
+	fresh_elf "$f"
+	expect_status 0 "$PBITMAP" add "$f"
+	expect_status 137 env PBITMAP_FAULT="$s" "$PBITMAP" strip "$f"
+	after_crash "$f" "strip killed at $s"
+done
+
+# ---- data files ----------------------------------------------------------------
+
+cp "$d/data" "$d/dlist"
+mapfile -t data_steps < <(steps add "$d/dlist"; steps strip "$d/dlist")
+note "data file fault points: ${data_steps[*]:-none}"
+for s in "${data_steps[@]}"; do
+	for verb in add strip; do
+		f=$d/data-$verb-$s
+		cp "$d/data" "$f"
+		[[ $verb == strip ]] && expect_status 0 "$PBITMAP" add "$f"
+		PBITMAP_FAULT=$s "$PBITMAP" "$verb" "$f" >/dev/null 2>&1
+		rc=$?
+		[[ $rc == 0 || $rc == 137 ]] || fail "data $verb with fault $s: exit $rc"
+		assert_cmp "$f" "$d/data"
+		if getfattr --absolute-names -n user.pbitmap "$f" >/dev/null 2>&1; then
+			expect_status 0 "$PBITMAP" verify "$f"
+		fi
+		expect_status 0 "$PBITMAP" add "$f"
+		expect_status 0 "$PBITMAP" verify "$f"
+		expect_status 0 "$PBITMAP" strip "$f"
+		assert_cmp "$f" "$d/data"
+		getfattr --absolute-names -n user.pbitmap "$f" >/dev/null 2>&1 && fail "data: xattr left by strip"
+		pass "data $verb with fault $s (exit $rc): content intact, record absent or valid"
+	done
+done
