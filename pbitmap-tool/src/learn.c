@@ -1,0 +1,890 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * `pbitmap record`: learning in user space, for kernels without the
+ * pbitmap patch.
+ *
+ * CMD runs under ptrace, and so does everything it forks, clones or
+ * executes.  What a process needed is read from its page tables just
+ * before it goes away (PTRACE_EVENT_EXIT, while its mm is still intact):
+ * /proc/PID/maps names every file mapping and /proc/PID/pagemap says which
+ * of its pages are present.  A present page of a mapping at file offset
+ * O means the file's page at O was read, by a fault or by fault-around.
+ * The union over all processes, per file (identified by device and inode,
+ * not by name), becomes the newest generation of each file that carries a
+ * bitmap.  With --window, everything is sampled once, the window after the
+ * first exec, and then left to run untraced.
+ *
+ * The tracer uses PTRACE_SEIZE rather than PTRACE_TRACEME: only a seized
+ * tracee can be stopped with PTRACE_INTERRUPT (no signal the program could
+ * observe), and group-stops are then reported as PTRACE_EVENT_STOP, which
+ * tells them apart from signal-delivery-stops without guessing.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/sysmacros.h>
+#include <sys/time.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pbitmap.h"
+
+/* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
+#define PM_PRESENT	(UINT64_C(1) << 63)
+#define PM_SWAP		(UINT64_C(1) << 62)
+/* Pagemap entries read per pread(): 32 KiB, 128 MiB of address space. */
+#define PM_CHUNK	4096
+/* How long stopping everything at the end of the window may take. */
+#define STOP_ALL_TIMEOUT_NS	(500 * 1000000LL)
+/* While the window timer has fired but was not yet acted on, it repeats
+ * so that a tick landing just before waitpid() blocks is not lost. */
+#define TICK_USEC	100000
+
+struct task {
+	pid_t tid;
+	pid_t tgid;
+	bool execed;	/* runs CMD's code, not the forked copy of pbitmap */
+	bool exiting;	/* resumed after PTRACE_EVENT_EXIT: never stops again */
+	bool stopped;	/* stop-all phase: in a ptrace-stop, not resumed */
+	int sig;	/* stop-all phase: signal to deliver on detach */
+};
+
+/* Pages observed in one file, indexed by file offset / page size. */
+struct seen_file {
+	dev_t dev;
+	ino_t ino;
+	char *path;
+	unsigned char *pages;
+	uint64_t nr_bits;	/* capacity of @pages in bits */
+};
+
+struct learner {
+	double window;		/* seconds after the first exec, 0: none */
+	bool window_armed;
+	pid_t child;
+	bool child_done;
+	int child_status;
+	struct task *tasks;
+	size_t nr_tasks, cap_tasks;
+	struct seen_file *files;
+	size_t nr_files, cap_files;
+	size_t last_file;	/* lookup cache: maps lines come grouped */
+	uint64_t page_size;
+	uint64_t *pm_buf;
+};
+
+static volatile sig_atomic_t window_expired;
+static volatile sig_atomic_t forward_to;
+
+/* ---- command line ------------------------------------------------------ */
+
+static int usage(const char *msg, const char *arg)
+{
+	fprintf(stderr, "%s: record: %s%s%s%s\n", pb_progname, msg,
+		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
+	fprintf(stderr, "usage: pbitmap record [--window SEC] [-v] [-q] -- CMD [ARGS]\n");
+	return PB_EXIT_USAGE;
+}
+
+static int parse_args(int argc, char **argv, struct learner *L)
+{
+	static const struct option opts[] = {
+		{ "window", required_argument, NULL, 'w' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 },
+	};
+	char *end;
+	int c;
+
+	opterr = 0;
+	/* '+': CMD's own options are not ours, even without "--". */
+	while ((c = getopt_long(argc, argv, "+vq", opts, NULL)) != -1) {
+		switch (c) {
+		case 'w':
+			errno = 0;
+			L->window = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !isfinite(L->window) ||
+			    L->window <= 0 || L->window > 1e6)
+				return usage("--window wants seconds > 0, not", optarg);
+			break;
+		case 'v':
+			pb_verbose = 1;
+			break;
+		case 'q':
+			pb_quiet = 1;
+			break;
+		default:
+			return usage("unknown option or missing argument:",
+				     argv[optind - 1]);
+		}
+	}
+	if (optind >= argc)
+		return usage("no CMD given", NULL);
+	return 0;
+}
+
+/* ---- signals ------------------------------------------------------------ */
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+	window_expired = 1;
+}
+
+static void on_terminate(int sig, siginfo_t *si, void *uc)
+{
+	(void)uc;
+	/*
+	 * ^C from a terminal (SI_KERNEL) already reached CMD, which is in our
+	 * process group; forwarding it would deliver it twice.
+	 */
+	if (si->si_code != SI_KERNEL && forward_to > 0)
+		kill(forward_to, sig);
+}
+
+struct saved_signals {
+	struct sigaction alrm, intr, term;
+};
+
+/* Installed after fork(): CMD must inherit our dispositions, not these. */
+static void catch_signals(struct saved_signals *old)
+{
+	struct sigaction sa = { 0 };
+
+	sigemptyset(&sa.sa_mask);
+	/* No SA_RESTART: the window timer must interrupt waitpid(). */
+	sa.sa_handler = on_alarm;
+	sigaction(SIGALRM, &sa, &old->alrm);
+	sa.sa_handler = NULL;
+	sa.sa_sigaction = on_terminate;
+	sa.sa_flags = SA_SIGINFO | SA_RESTART;
+	sigaction(SIGINT, NULL, &old->intr);
+	sigaction(SIGTERM, NULL, &old->term);
+	/* A signal ignored by whoever started us stays ignored. */
+	if (old->intr.sa_handler != SIG_IGN)
+		sigaction(SIGINT, &sa, NULL);
+	if (old->term.sa_handler != SIG_IGN)
+		sigaction(SIGTERM, &sa, NULL);
+}
+
+static void set_timer(double first, bool repeat)
+{
+	struct itimerval it = { { 0, 0 }, { 0, 0 } };
+
+	if (first > 0) {
+		it.it_value.tv_sec = (time_t)first;
+		it.it_value.tv_usec = (suseconds_t)((first - (double)(time_t)first) * 1e6);
+		if (!it.it_value.tv_sec && !it.it_value.tv_usec)
+			it.it_value.tv_usec = 1;
+	}
+	if (repeat)
+		it.it_interval.tv_usec = TICK_USEC;
+	setitimer(ITIMER_REAL, &it, NULL);
+}
+
+static void restore_signals(const struct saved_signals *old)
+{
+	set_timer(0, false);
+	forward_to = 0;
+	sigaction(SIGALRM, &old->alrm, NULL);
+	sigaction(SIGINT, &old->intr, NULL);
+	sigaction(SIGTERM, &old->term, NULL);
+}
+
+/* ---- the table of traced tasks ------------------------------------------ */
+
+static struct task *task_find(struct learner *L, pid_t tid)
+{
+	for (size_t i = 0; i < L->nr_tasks; i++)
+		if (L->tasks[i].tid == tid)
+			return &L->tasks[i];
+	return NULL;
+}
+
+/* Thread group of @tid, from /proc (the clone flags are not visible to us). */
+static pid_t read_tgid(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = tid;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return tid;
+	while (fgets(line, sizeof(line), fp))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(fp);
+	return tgid;
+}
+
+/* Tasks are added as soon as we hear of them: the new task's first stop
+ * and its parent's fork event arrive in either order. */
+static struct task *task_add(struct learner *L, pid_t tid, pid_t tgid, bool execed)
+{
+	struct task *t = task_find(L, tid);
+
+	if (t)
+		return t;
+	if (L->nr_tasks == L->cap_tasks) {
+		size_t cap = L->cap_tasks ? 2 * L->cap_tasks : 16;
+		struct task *n = realloc(L->tasks, cap * sizeof(*n));
+
+		if (!n) {
+			pb_error_errno(NULL, "record: malloc");
+			return NULL;
+		}
+		L->tasks = n;
+		L->cap_tasks = cap;
+	}
+	t = &L->tasks[L->nr_tasks++];
+	*t = (struct task){ .tid = tid, .tgid = tgid, .execed = execed };
+	return t;
+}
+
+static void task_remove(struct learner *L, pid_t tid)
+{
+	struct task *t = task_find(L, tid);
+
+	if (t)
+		*t = L->tasks[--L->nr_tasks];
+}
+
+/* Is @t the last thread of its process that has not begun to exit? */
+static bool last_thread(const struct learner *L, const struct task *t)
+{
+	for (size_t i = 0; i < L->nr_tasks; i++) {
+		const struct task *o = &L->tasks[i];
+
+		if (o != t && o->tgid == t->tgid && !o->exiting)
+			return false;
+	}
+	return true;
+}
+
+/* ---- sampling: /proc/PID/maps and /proc/PID/pagemap --------------------- */
+
+struct mapping {
+	uint64_t start, end, offset;
+	dev_t dev;
+	ino_t ino;
+	const char *path;
+};
+
+/* One line of /proc/PID/maps; false for anything but a mapped file. */
+static bool parse_maps_line(char *line, struct mapping *m)
+{
+	unsigned long long start, end, off, ino;
+	unsigned int maj, min;
+	char perms[8];
+	int pos = -1;
+	size_t len;
+
+	if (sscanf(line, "%llx-%llx %7s %llx %x:%x %llu %n", &start, &end, perms,
+		   &off, &maj, &min, &ino, &pos) != 7 || pos < 0)
+		return false;
+	/* inode 0: anonymous, [heap], [stack], [vdso]...; no '/': not a file */
+	if (!ino || line[pos] != '/' || end <= start)
+		return false;
+	len = strlen(line + pos);
+	if (len && line[pos + len - 1] == '\n')
+		line[pos + len - 1] = '\0';
+	m->start = start;
+	m->end = end;
+	m->offset = off;
+	m->dev = makedev(maj, min);
+	m->ino = (ino_t)ino;
+	m->path = line + pos;
+	return true;
+}
+
+static struct seen_file *file_get(struct learner *L, const struct mapping *m)
+{
+	struct seen_file *sf;
+
+	if (L->last_file < L->nr_files) {
+		sf = &L->files[L->last_file];
+		if (sf->dev == m->dev && sf->ino == m->ino)
+			return sf;
+	}
+	for (size_t i = 0; i < L->nr_files; i++) {
+		if (L->files[i].dev == m->dev && L->files[i].ino == m->ino) {
+			L->last_file = i;
+			return &L->files[i];
+		}
+	}
+	if (L->nr_files == L->cap_files) {
+		size_t cap = L->cap_files ? 2 * L->cap_files : 32;
+		struct seen_file *n = realloc(L->files, cap * sizeof(*n));
+
+		if (!n) {
+			pb_error_errno(m->path, "malloc");
+			return NULL;
+		}
+		L->files = n;
+		L->cap_files = cap;
+	}
+	sf = &L->files[L->nr_files];
+	*sf = (struct seen_file){ .dev = m->dev, .ino = m->ino, .path = strdup(m->path) };
+	if (!sf->path) {
+		pb_error_errno(m->path, "malloc");
+		return NULL;
+	}
+	L->last_file = L->nr_files++;
+	return sf;
+}
+
+static int mark_page(struct seen_file *sf, uint64_t idx)
+{
+	if (idx >= sf->nr_bits) {
+		uint64_t bits = sf->nr_bits ? sf->nr_bits : 4096;
+		unsigned char *n;
+
+		while (bits <= idx)
+			bits *= 2;
+		n = realloc(sf->pages, bits / 8);
+		if (!n)
+			return pb_error_errno(sf->path, "malloc");
+		memset(n + sf->nr_bits / 8, 0, (bits - sf->nr_bits) / 8);
+		sf->pages = n;
+		sf->nr_bits = bits;
+	}
+	pb_set_bit(sf->pages, idx);
+	return 0;
+}
+
+/*
+ * Record the present pages of one file mapping.  A present page is one the
+ * process read (or that fault-around mapped for it); a swapped-out page of
+ * a private mapping was copied from the file first, so it counts too.
+ */
+static void sample_mapping(struct learner *L, int pagemap, const struct mapping *m)
+{
+	uint64_t ps = L->page_size, first = m->start / ps;
+	uint64_t n = (m->end - m->start) / ps, base = m->offset / ps;
+	struct seen_file *sf = NULL;
+
+	for (uint64_t done = 0; done < n;) {
+		uint64_t want = n - done < PM_CHUNK ? n - done : PM_CHUNK;
+		ssize_t got = pread(pagemap, L->pm_buf, want * sizeof(uint64_t),
+				    (off_t)((first + done) * sizeof(uint64_t)));
+
+		/* Nothing more: the process is gone; what we have is all there is. */
+		if (got < (ssize_t)sizeof(uint64_t))
+			return;
+		want = (uint64_t)got / sizeof(uint64_t);
+		for (uint64_t i = 0; i < want; i++) {
+			if (!(L->pm_buf[i] & (PM_PRESENT | PM_SWAP)))
+				continue;
+			if (!sf)
+				sf = file_get(L, m);
+			if (!sf || mark_page(sf, base + done + i))
+				return;
+		}
+		done += want;
+	}
+}
+
+/* Sample the address space that @tid runs in. */
+static void sample(struct learner *L, pid_t tid)
+{
+	char maps_path[64], pm_path[64];
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *maps;
+	int pm;
+
+	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)tid);
+	snprintf(pm_path, sizeof(pm_path), "/proc/%d/pagemap", (int)tid);
+	maps = fopen(maps_path, "re");
+	if (!maps) {
+		if (errno != ENOENT && errno != ESRCH)
+			pb_error_errno(maps_path, "cannot open");
+		return;
+	}
+	pm = open(pm_path, O_RDONLY | O_CLOEXEC);
+	if (pm < 0) {
+		if (errno != ENOENT && errno != ESRCH)
+			pb_error_errno(pm_path, "cannot open");
+		fclose(maps);
+		return;
+	}
+	while (getline(&line, &cap, maps) > 0) {
+		struct mapping m;
+
+		if (parse_maps_line(line, &m))
+			sample_mapping(L, pm, &m);
+	}
+	free(line);
+	close(pm);
+	fclose(maps);
+}
+
+/* ---- ptrace --------------------------------------------------------------- */
+
+static void resume(pid_t tid, int sig)
+{
+	/* ESRCH: killed meanwhile (SIGKILL needs no consent); its exit follows. */
+	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
+}
+
+static unsigned long event_msg(pid_t tid)
+{
+	unsigned long msg = 0;
+
+	ptrace(PTRACE_GETEVENTMSG, tid, NULL, &msg);
+	return msg;
+}
+
+static bool is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+static void on_new_task(struct learner *L, struct task *parent, int event)
+{
+	pid_t tid = (pid_t)event_msg(parent->tid);
+	/* fork and vfork make a process; clone may make either. */
+	pid_t tgid = event == PTRACE_EVENT_CLONE ? read_tgid(tid) : tid;
+
+	if (tid > 0)
+		task_add(L, tid, tgid, parent->execed);
+}
+
+static void on_exec(struct learner *L, struct task *t)
+{
+	/* A thread other than the leader that execs takes over the leader's
+	 * pid; its old tid vanishes without an exit notification. */
+	pid_t former = (pid_t)event_msg(t->tid);
+
+	if (former > 0 && former != t->tid)
+		task_remove(L, former);
+	t = task_find(L, t->tid);	/* the removal may have moved it */
+	if (!t)
+		return;
+	t->tgid = t->tid;
+	t->execed = true;
+	t->exiting = false;
+	if (L->window > 0 && !L->window_armed) {
+		L->window_armed = true;
+		set_timer(L->window, true);
+	}
+}
+
+/*
+ * The mm is still intact at PTRACE_EVENT_EXIT.  Sample when the leader
+ * exits (exit_group stops the leader too) and when the last thread does
+ * (the leader may have left early with pthread_exit()).  The pre-exec
+ * child is still pbitmap itself: nothing to learn there.
+ */
+static void on_exit_event(struct learner *L, struct task *t)
+{
+	if (t->execed && (t->tid == t->tgid || last_thread(L, t)))
+		sample(L, t->tid);
+	t->exiting = true;
+}
+
+/*
+ * Handle one ptrace-stop of @t.  With @run, resume it as the kind of stop
+ * requires; without (stopping everything), leave it stopped and remember
+ * the signal it was about to receive.
+ */
+static void on_stop(struct learner *L, struct task *t, int status, bool run)
+{
+	int sig = WSTOPSIG(status), event = (int)((unsigned int)status >> 16);
+	pid_t tid = t->tid;
+
+	switch (event) {
+	case 0:
+		/* signal-delivery-stop: deliver the signal as if we were not here */
+		t->sig = sig;
+		break;
+	case PTRACE_EVENT_FORK:
+	case PTRACE_EVENT_VFORK:
+	case PTRACE_EVENT_CLONE:
+		on_new_task(L, t, event);
+		break;
+	case PTRACE_EVENT_EXEC:
+		on_exec(L, t);
+		break;
+	case PTRACE_EVENT_EXIT:
+		on_exit_event(L, t);
+		break;
+	case PTRACE_EVENT_STOP:
+		if (is_stop_signal(sig) && run) {
+			/* group-stop: stay stopped until SIGCONT, but keep
+			 * reporting events (PTRACE_CONT would end the stop) */
+			ptrace(PTRACE_LISTEN, tid, NULL, NULL);
+			return;
+		}
+		break;
+	}
+	/* the handlers above may have moved the table */
+	t = task_find(L, tid);
+	if (!t)
+		return;
+	if (run) {
+		resume(tid, event ? 0 : t->sig);
+		t->sig = 0;
+	} else {
+		t->stopped = true;
+		if (event)
+			t->sig = 0;
+		/* stopped at EVENT_EXIT: still sampled below, then let go */
+		t->exiting = false;
+	}
+}
+
+static void on_gone(struct learner *L, pid_t tid, int status)
+{
+	task_remove(L, tid);
+	if (tid == L->child) {
+		L->child_done = true;
+		L->child_status = status;
+		forward_to = 0;
+	}
+}
+
+/* One waitpid() result.  Unknown tids are new tracees (auto-attached). */
+static void on_wait(struct learner *L, pid_t tid, int status, bool run)
+{
+	struct task *t;
+
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		on_gone(L, tid, status);
+		return;
+	}
+	if (!WIFSTOPPED(status))
+		return;
+	t = task_find(L, tid);
+	if (!t)
+		t = task_add(L, tid, read_tgid(tid), true);
+	if (t)
+		on_stop(L, t, status, run);
+	else if (run)
+		resume(tid, 0);
+}
+
+/* ---- the window: stop everything, sample, let go ------------------------ */
+
+static long long now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+static bool all_stopped(const struct learner *L)
+{
+	for (size_t i = 0; i < L->nr_tasks; i++)
+		if (!L->tasks[i].stopped && !L->tasks[i].exiting)
+			return false;
+	return true;
+}
+
+/*
+ * PTRACE_INTERRUPT every task and wait for the stops.  A task blocked in
+ * an uninterruptible wait (a vfork parent whose child we stopped) cannot
+ * stop; after a timeout it is sampled running and detached when it stops.
+ */
+static void stop_all(struct learner *L)
+{
+	long long deadline = now_ns() + STOP_ALL_TIMEOUT_NS;
+	int status;
+	pid_t tid;
+
+	for (size_t i = 0; i < L->nr_tasks; i++)
+		if (!L->tasks[i].exiting &&
+		    ptrace(PTRACE_INTERRUPT, L->tasks[i].tid, NULL, NULL))
+			L->tasks[i].exiting = true;	/* gone: its exit follows */
+	while (!all_stopped(L) && now_ns() < deadline) {
+		/* the window timer still ticks and interrupts this wait */
+		tid = waitpid(-1, &status, __WALL);
+		if (tid > 0)
+			on_wait(L, tid, status, false);
+		else if (errno != EINTR)
+			break;
+	}
+}
+
+/* A task whose /proc/TID/maps shows its process's address space. */
+static bool can_sample(const struct task *t)
+{
+	return t->execed && (t->stopped || !t->exiting);
+}
+
+/* Sample each address space once, then detach every stopped task. */
+static void sample_all_and_detach(struct learner *L)
+{
+	for (size_t i = 0; i < L->nr_tasks; i++) {
+		const struct task *t = &L->tasks[i];
+		bool first = can_sample(t);
+
+		for (size_t j = 0; j < i && first; j++)
+			if (L->tasks[j].tgid == t->tgid && can_sample(&L->tasks[j]))
+				first = false;
+		if (first)
+			sample(L, t->tid);
+	}
+	for (size_t i = 0; i < L->nr_tasks;) {
+		struct task *t = &L->tasks[i];
+
+		if (t->stopped && !ptrace(PTRACE_DETACH, t->tid, NULL, (void *)(long)t->sig))
+			task_remove(L, t->tid);
+		else
+			i++;
+	}
+}
+
+/* After the window: detach latecomers as they stop; collect CMD's status. */
+static void let_go(struct learner *L)
+{
+	int status;
+	pid_t tid;
+
+	for (;;) {
+		tid = waitpid(-1, &status, __WALL);
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			break;	/* ECHILD: nothing left */
+		}
+		if (WIFSTOPPED(status)) {
+			/* A child forked just before this stop is attached too:
+			 * it stops in its turn and is let go here as well. */
+			int event = (int)((unsigned int)status >> 16);
+
+			ptrace(PTRACE_DETACH, tid, NULL,
+			       (void *)(long)(event ? 0 : WSTOPSIG(status)));
+			continue;
+		}
+		if (WIFEXITED(status) || WIFSIGNALED(status))
+			on_gone(L, tid, status);
+	}
+}
+
+/* ---- running CMD ------------------------------------------------------------ */
+
+/*
+ * Fork CMD and seize it before it executes anything: the child waits on a
+ * pipe until the tracer is attached, so the exec is the first event seen.
+ */
+static pid_t spawn_traced(char **cmd)
+{
+	long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
+		    PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL;
+	int sync[2], status;
+	pid_t pid;
+	char c = 0;
+
+	if (pipe2(sync, O_CLOEXEC))
+		return pb_error_errno(NULL, "record: pipe");
+	pid = fork();
+	if (pid < 0) {
+		pb_error_errno(NULL, "record: fork");
+		close(sync[0]);
+		close(sync[1]);
+		return PB_FAIL;
+	}
+	if (pid == 0) {
+		close(sync[1]);
+		if (read(sync[0], &c, 1) != 1)
+			_exit(127);	/* the tracer gave up */
+		execvp(cmd[0], cmd);
+		c = errno == ENOENT ? 127 : 126;
+		pb_error_errno(cmd[0], "cannot execute");
+		_exit(c);
+	}
+	close(sync[0]);
+	if (ptrace(PTRACE_SEIZE, pid, NULL, (void *)opts)) {
+		pb_error_errno(cmd[0], "record: cannot trace");
+		close(sync[1]);
+		while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+			;
+		return PB_FAIL;
+	}
+	if (write(sync[1], &c, 1) != 1)
+		pb_error_errno(cmd[0], "record: pipe");
+	close(sync[1]);
+	return pid;
+}
+
+/* Trace until every tracee is gone or the window has been sampled. */
+static void trace(struct learner *L)
+{
+	int status;
+	pid_t tid;
+
+	for (;;) {
+		if (window_expired) {
+			stop_all(L);
+			set_timer(0, false);
+			sample_all_and_detach(L);
+			let_go(L);
+			return;
+		}
+		tid = waitpid(-1, &status, __WALL);
+		if (tid < 0) {
+			if (errno == EINTR)
+				continue;
+			if (errno != ECHILD)
+				pb_error_errno(NULL, "record: waitpid");
+			return;
+		}
+		on_wait(L, tid, status, true);
+	}
+}
+
+static int exit_code(const struct learner *L)
+{
+	if (!L->child_done)
+		return PB_EXIT_FAIL;
+	if (WIFEXITED(L->child_status))
+		return WEXITSTATUS(L->child_status);
+	return 128 + WTERMSIG(L->child_status);
+}
+
+/* ---- saving what was learned ---------------------------------------------- */
+
+/*
+ * The name in /proc/PID/maps may be stale: the file can have been deleted
+ * (" (deleted)" appended) or replaced by now.  Only the same inode counts.
+ * btrfs subvolumes report a different st_dev than maps does, so a matching
+ * inode number at the same path is accepted whatever the device says.
+ */
+static bool still_there(const struct seen_file *sf, struct stat *st)
+{
+	return stat(sf->path, st) == 0 && S_ISREG(st->st_mode) && st->st_ino == sf->ino;
+}
+
+/* Observed pages -> granules of @f's record; offsets past the content are not ours. */
+static void build_plane(const struct pb_file *f, const struct seen_file *sf,
+			uint64_t page_size, unsigned char *plane)
+{
+	uint64_t nr = pb_nr_pages(&f->rec), content = pb_content_size(f);
+	unsigned int shift = pb_page_shift(&f->rec);
+	uint64_t first, count;
+
+	for (uint64_t n = 0; pb_next_run(sf->pages, sf->nr_bits, n, &first, &count);
+	     n = first + count) {
+		for (uint64_t p = first; p < first + count; p++) {
+			uint64_t off = p * page_size, g, last;
+
+			if (off >= content)
+				return;
+			last = (off + page_size - 1) >> shift;
+			for (g = off >> shift; g <= last && g < nr; g++)
+				pb_set_bit(plane, g);
+		}
+	}
+}
+
+static void learn_into(struct pb_file *f, const struct seen_file *sf, uint64_t page_size)
+{
+	unsigned char *plane = calloc(1, le32toh(pb_hdr(&f->rec)->plane_size));
+	uint64_t nr = pb_nr_pages(&f->rec);
+
+	if (!plane) {
+		pb_error_errno(f->path, "malloc");
+		return;
+	}
+	build_plane(f, sf, page_size, plane);
+	pb_shift_in(&f->rec, plane, time(NULL));
+	if (pb_save(f) == 0)
+		pb_note(f->path, "generation %" PRIu64 ": %" PRIu64 " of %" PRIu64 " pages",
+			le64toh(pb_hdr(&f->rec)->runs), pb_count_bits(plane, nr), nr);
+	free(plane);
+}
+
+/*
+ * A read-only look first: most mapped files (libc, locales) carry no
+ * bitmap, and opening them for writing would trip over policy checks
+ * (read-only filesystem, IMA) that do not concern them.
+ */
+static void save_file(const struct seen_file *sf, uint64_t page_size)
+{
+	struct pb_file f;
+	struct stat st;
+	bool has_record;
+
+	if (!still_there(sf, &st)) {
+		if (pb_verbose)
+			pb_note(sf->path, "deleted or replaced since it was mapped; not learned");
+		return;
+	}
+	if (pb_open(&f, sf->path, 0))
+		return;
+	has_record = f.has_record;
+	pb_close(&f);
+	if (!has_record) {
+		if (pb_verbose)
+			pb_note(sf->path, "no bitmap; not learned");
+		return;
+	}
+	if (pb_open(&f, sf->path, PB_OPEN_WRITE))
+		return;		/* reported: busy (ETXTBSY), read-only, ... */
+	if (f.st.st_ino != st.st_ino || f.st.st_dev != st.st_dev)
+		pb_error(sf->path, "replaced while being learned; not learned");
+	else if (f.has_record)
+		learn_into(&f, sf, page_size);
+	pb_close(&f);
+}
+
+static void learner_free(struct learner *L)
+{
+	for (size_t i = 0; i < L->nr_files; i++) {
+		free(L->files[i].path);
+		free(L->files[i].pages);
+	}
+	free(L->files);
+	free(L->tasks);
+	free(L->pm_buf);
+}
+
+int pb_cmd_record(int argc, char **argv)
+{
+	struct learner L = { .page_size = (uint64_t)sysconf(_SC_PAGESIZE) };
+	struct saved_signals old;
+	struct task *t;
+	int ret;
+
+	ret = parse_args(argc, argv, &L);
+	if (ret)
+		return ret;
+	L.pm_buf = malloc(PM_CHUNK * sizeof(uint64_t));
+	if (!L.pm_buf) {
+		pb_error_errno(NULL, "record: malloc");
+		return PB_EXIT_FAIL;
+	}
+	window_expired = 0;
+	L.child = spawn_traced(argv + optind);
+	if (L.child < 0) {
+		learner_free(&L);
+		return PB_EXIT_FAIL;
+	}
+	forward_to = L.child;
+	catch_signals(&old);
+	t = task_add(&L, L.child, L.child, false);
+	if (t)
+		trace(&L);
+	else
+		kill(L.child, SIGKILL);
+	restore_signals(&old);
+	for (size_t i = 0; i < L.nr_files; i++)
+		save_file(&L.files[i], L.page_size);
+	ret = exit_code(&L);
+	learner_free(&L);
+	return ret;
+}

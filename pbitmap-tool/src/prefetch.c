@@ -1,0 +1,1021 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * `pbitmap prefetch` and `pbitmap run`: the user-space baseline.
+ *
+ * Prefetching asks the kernel for asynchronous readahead of every range
+ * marked in a file's bitmap (posix_fadvise(POSIX_FADV_WILLNEED)); nothing
+ * here waits for the I/O.  `run` does that for a command and every object
+ * the dynamic loader is going to map for it, found the way ld.so finds
+ * them, and then executes the command while the reads are in flight.
+ *
+ * Each object is prefetched before its dynamic section is read, so the
+ * few synchronous reads this needs overlap the readahead already issued.
+ */
+#include <elf.h>
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <getopt.h>
+#include <glob.h>
+#include <inttypes.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/auxv.h>
+#include <unistd.h>
+
+#include "pbitmap.h"
+
+/* ---- prefetching one file ------------------------------------------------ */
+
+int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
+{
+	uint64_t nr, content, first, count, n_ext = 0, n_bytes = 0;
+	unsigned int shift;
+	unsigned char *plane;
+	int ret = 0;
+
+	if (extents)
+		*extents = 0;
+	if (bytes)
+		*bytes = 0;
+	if (!f->has_record)
+		return 0;
+	nr = pb_nr_pages(&f->rec);
+	shift = pb_page_shift(&f->rec);
+	content = pb_content_size(f);
+	plane = malloc(le32toh(pb_hdr(&f->rec)->plane_size));
+	if (!plane)
+		return pb_error_errno(f->path, "malloc");
+	pb_effective(&f->rec, plane);
+	for (uint64_t n = 0; pb_next_run(plane, nr, n, &first, &count); n = first + count) {
+		uint64_t off = first << shift, end = (first + count) << shift;
+		int err;
+
+		if (end > content)
+			end = content;	/* the last granule may be partial */
+		if (off >= end)
+			break;
+		err = posix_fadvise(f->fd, (off_t)off, (off_t)(end - off), POSIX_FADV_WILLNEED);
+		if (err) {
+			errno = err;
+			ret = pb_error_errno(f->path, "posix_fadvise");
+			break;
+		}
+		n_ext++;
+		n_bytes += end - off;
+	}
+	free(plane);
+	if (extents)
+		*extents = n_ext;
+	if (bytes)
+		*bytes = n_bytes;
+	return ret;
+}
+
+/* ---- command lines ------------------------------------------------------- */
+
+static int usage(const char *verb, const char *msg, const char *arg)
+{
+	fprintf(stderr, "%s: %s: %s%s%s%s\n", pb_progname, verb, msg,
+		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
+	if (!strcmp(verb, "run"))
+		fprintf(stderr, "usage: pbitmap run [-v] [-q] -- CMD [ARGS]\n");
+	else
+		fprintf(stderr, "usage: pbitmap prefetch [-v] [-q] FILE...\n");
+	return PB_EXIT_USAGE;
+}
+
+/* -v and -q; stops at the first non-option (CMD's options are CMD's). */
+static int parse_flags(int argc, char **argv, const char *verb)
+{
+	static const struct option opts[] = {
+		{ "verbose", no_argument, NULL, 'v' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ NULL, 0, NULL, 0 },
+	};
+	int c;
+
+	opterr = 0;
+	while ((c = getopt_long(argc, argv, "+vq", opts, NULL)) != -1) {
+		if (c == 'v')
+			pb_verbose = 1;
+		else if (c == 'q')
+			pb_quiet = 1;
+		else
+			return usage(verb, "unknown option:", argv[optind - 1]);
+	}
+	if (optind >= argc)
+		return usage(verb, !strcmp(verb, "run") ? "no CMD given" : "no FILE given", NULL);
+	return 0;
+}
+
+static int prefetch_path(const char *path)
+{
+	uint64_t extents, bytes;
+	struct pb_file f;
+	int ret;
+
+	ret = pb_open(&f, path, PB_OPEN_FOLLOW);
+	if (ret)
+		return ret == PB_NONE ? 0 : ret;
+	if (!f.has_record) {
+		if (f.damage)
+			pb_note(path, "bitmap unusable (%s); nothing to prefetch", f.damage);
+		else
+			pb_note(path, "no bitmap; nothing to prefetch");
+	} else {
+		ret = pb_prefetch_file(&f, &extents, &bytes);
+		if (!ret && pb_verbose)
+			printf("%s: %" PRIu64 " extents, %" PRIu64 " bytes\n", path,
+			       extents, bytes);
+	}
+	pb_close(&f);
+	return ret;
+}
+
+int pb_cmd_prefetch(int argc, char **argv)
+{
+	int ret = parse_flags(argc, argv, "prefetch");
+
+	if (ret)
+		return ret;
+	for (int i = optind; i < argc; i++)
+		if (prefetch_path(argv[i]))
+			ret = PB_EXIT_FAIL;
+	return ret;
+}
+
+/* ---- `run`: the objects ld.so will load ----------------------------------- */
+
+struct strv {
+	char **v;
+	size_t n, cap;
+};
+
+/* Takes ownership of @s (NULL: out of memory, reported). */
+static int strv_push(struct strv *sv, char *s)
+{
+	if (!s)
+		return pb_error_errno(NULL, "run: malloc");
+	if (sv->n == sv->cap) {
+		size_t cap = sv->cap ? 2 * sv->cap : 8;
+		char **n = realloc(sv->v, cap * sizeof(*n));
+
+		if (!n) {
+			free(s);
+			return pb_error_errno(NULL, "run: malloc");
+		}
+		sv->v = n;
+		sv->cap = cap;
+	}
+	sv->v[sv->n++] = s;
+	return 0;
+}
+
+static void strv_free(struct strv *sv)
+{
+	for (size_t i = 0; i < sv->n; i++)
+		free(sv->v[i]);
+	free(sv->v);
+	*sv = (struct strv){ 0 };
+}
+
+struct object {
+	char *path;		/* as opened */
+	char *origin;		/* what $ORIGIN stands for */
+	char *soname;		/* DT_SONAME */
+	char *interp;		/* PT_INTERP (the executable only) */
+	char *rpath, *runpath;	/* DT_RPATH, DT_RUNPATH, tokens unexpanded */
+	struct strv names;	/* names it was requested under */
+	struct strv needed;	/* DT_NEEDED */
+	bool nodeflib;		/* DF_1_NODEFLIB: no default directories */
+	size_t loader;		/* the object whose DT_NEEDED brought it in */
+	dev_t dev;
+	ino_t ino;
+};
+
+struct loadset {
+	struct object *objs;
+	size_t nr, cap;
+	int elf_class;		/* of the executable: every object must match */
+	unsigned int machine;
+	bool secure;		/* set-id executable: no LD_LIBRARY_PATH, LD_PRELOAD */
+	bool conf_read;
+	struct strv conf_dirs;	/* from /etc/ld.so.conf */
+	uint64_t files, extents, bytes;
+};
+
+/* What a candidate file turned out to be. */
+enum { OBJ_ABSENT = -1, OBJ_MISMATCH = -2, OBJ_FAIL = -3 };
+
+static void object_free(struct object *o)
+{
+	free(o->path);
+	free(o->origin);
+	free(o->soname);
+	free(o->interp);
+	free(o->rpath);
+	free(o->runpath);
+	strv_free(&o->names);
+	strv_free(&o->needed);
+}
+
+static void loadset_free(struct loadset *ls)
+{
+	for (size_t i = 0; i < ls->nr; i++)
+		object_free(&ls->objs[i]);
+	free(ls->objs);
+	strv_free(&ls->conf_dirs);
+}
+
+/* ---- dynamic string tokens ---------------------------------------------- */
+
+/* $LIB as Debian's ld.so defines it (multiarch). */
+static const char *dst_lib(const struct loadset *ls)
+{
+	if (ls->machine == EM_X86_64 && ls->elf_class == ELFCLASS64)
+		return "lib/x86_64-linux-gnu";
+	if (ls->machine == EM_386)
+		return "lib/i386-linux-gnu";
+	if (ls->machine == EM_AARCH64)
+		return "lib/aarch64-linux-gnu";
+	return ls->elf_class == ELFCLASS64 ? "lib64" : "lib";
+}
+
+static const char *dst_platform(const struct loadset *ls)
+{
+	const char *p = (const char *)getauxval(AT_PLATFORM);
+
+	if (ls->machine == EM_386)
+		return "i686";
+	return p ? p : "";
+}
+
+/* Length of the token $NAME or ${NAME} at @s (which starts after '$'), 0 if not it. */
+static size_t dst_match(const char *s, const char *name)
+{
+	size_t len = strlen(name);
+
+	if (s[0] == '{')
+		return !strncmp(s + 1, name, len) && s[1 + len] == '}' ? len + 2 : 0;
+	if (strncmp(s, name, len))
+		return 0;
+	/* "$ORIGINAL" is not $ORIGIN followed by "AL" */
+	return (s[len] == '_' || (s[len] >= 'A' && s[len] <= 'Z') ||
+		(s[len] >= 'a' && s[len] <= 'z') || (s[len] >= '0' && s[len] <= '9')) ?
+	       0 : len;
+}
+
+/* The value of the token at @s (a '$'), its length in @skip; NULL if none. */
+static const char *dst_value(const struct loadset *ls, const char *s, const char *origin,
+			     size_t *skip)
+{
+	if ((*skip = dst_match(s + 1, "ORIGIN")))
+		return origin;
+	if ((*skip = dst_match(s + 1, "LIB")))
+		return dst_lib(ls);
+	if ((*skip = dst_match(s + 1, "PLATFORM")))
+		return dst_platform(ls);
+	return NULL;
+}
+
+/* Expand $ORIGIN, $LIB and $PLATFORM in @s.  Returns malloc'ed, or NULL. */
+static char *expand_dst(const struct loadset *ls, const char *s, const char *origin)
+{
+	char *out = NULL;
+	size_t len = 0;
+	FILE *mem = open_memstream(&out, &len);
+
+	if (!mem)
+		return NULL;
+	while (*s) {
+		size_t skip = 0;
+		const char *val = *s == '$' ? dst_value(ls, s, origin, &skip) : NULL;
+
+		if (val) {
+			fputs(val, mem);
+			s += 1 + skip;
+		} else {
+			fputc(*s++, mem);
+		}
+	}
+	if (fclose(mem)) {
+		free(out);
+		return NULL;
+	}
+	return out;
+}
+
+/* ld.so: $ORIGIN of the executable is its resolved location; of a library,
+ * the directory of the name it was opened under. */
+static char *origin_of(const char *path, bool resolve)
+{
+	char buf[PATH_MAX], *copy, *dir, *res;
+
+	if (resolve && realpath(path, buf))
+		copy = strdup(buf);
+	else if (path[0] != '/' && getcwd(buf, sizeof(buf)))
+		copy = (asprintf(&res, "%s/%s", buf, path) < 0) ? NULL : res;
+	else
+		copy = strdup(path);
+	if (!copy)
+		return NULL;
+	dir = strdup(dirname(copy));
+	free(copy);
+	return dir;
+}
+
+/* ---- reading an object with libelf -------------------------------------- */
+
+/* File offset of virtual address @vaddr, from the PT_LOAD segments. */
+static bool vaddr_to_offset(Elf *elf, size_t phnum, uint64_t vaddr, uint64_t *off)
+{
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr p;
+
+		if (gelf_getphdr(elf, (int)i, &p) && p.p_type == PT_LOAD &&
+		    vaddr >= p.p_vaddr && vaddr - p.p_vaddr < p.p_filesz) {
+			*off = p.p_offset + (vaddr - p.p_vaddr);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* A NUL-terminated string at @off of the string table, or NULL. */
+static const char *dyn_string(const Elf_Data *strtab, uint64_t off)
+{
+	const char *base = strtab ? strtab->d_buf : NULL;
+
+	if (!base || off >= strtab->d_size || !memchr(base + off, 0, strtab->d_size - off))
+		return NULL;
+	return base + off;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s ? strdup(s) : NULL;
+}
+
+/* The entries of PT_DYNAMIC that matter to the loader. */
+struct dyn_info {
+	uint64_t strtab, strsz, soname, rpath, runpath, flags_1;
+	bool has_strtab, has_soname, has_rpath, has_runpath;
+	size_t nr_needed;
+	uint64_t *needed;	/* string offsets */
+};
+
+static int scan_dynamic(Elf_Data *d, size_t count, struct dyn_info *di)
+{
+	GElf_Dyn dyn;
+
+	di->needed = calloc(count ? count : 1, sizeof(*di->needed));
+	if (!di->needed)
+		return PB_FAIL;
+	for (size_t i = 0; i < count && gelf_getdyn(d, (int)i, &dyn); i++) {
+		uint64_t v = dyn.d_un.d_val;
+
+		switch (dyn.d_tag) {
+		case DT_NULL:
+			return 0;
+		case DT_NEEDED:
+			di->needed[di->nr_needed++] = v;
+			break;
+		case DT_STRTAB:
+			di->strtab = v;
+			di->has_strtab = true;
+			break;
+		case DT_STRSZ:
+			di->strsz = v;
+			break;
+		case DT_SONAME:
+			di->soname = v;
+			di->has_soname = true;
+			break;
+		case DT_RPATH:
+			di->rpath = v;
+			di->has_rpath = true;
+			break;
+		case DT_RUNPATH:
+			di->runpath = v;
+			di->has_runpath = true;
+			break;
+		case DT_FLAGS_1:
+			di->flags_1 = v;
+			break;
+		}
+	}
+	return 0;
+}
+
+/* Copy what the loader uses out of the dynamic section into @o. */
+static int keep_dynamic(struct object *o, const struct dyn_info *di, const Elf_Data *strtab)
+{
+	const char *s;
+
+	for (size_t i = 0; i < di->nr_needed; i++)
+		if ((s = dyn_string(strtab, di->needed[i])) && strv_push(&o->needed, strdup(s)))
+			return PB_FAIL;
+	o->soname = di->has_soname ? dup_or_null(dyn_string(strtab, di->soname)) : NULL;
+	o->rpath = di->has_rpath ? dup_or_null(dyn_string(strtab, di->rpath)) : NULL;
+	o->runpath = di->has_runpath ? dup_or_null(dyn_string(strtab, di->runpath)) : NULL;
+	o->nodeflib = di->flags_1 & DF_1_NODEFLIB;
+	return 0;
+}
+
+static int read_dynamic(Elf *elf, size_t phnum, const GElf_Phdr *dynp, struct object *o)
+{
+	struct dyn_info di = { 0 };
+	Elf_Data *d, *strtab = NULL;
+	uint64_t stroff;
+	size_t entsize = gelf_fsize(elf, ELF_T_DYN, 1, EV_CURRENT);
+	int ret;
+
+	d = elf_getdata_rawchunk(elf, (int64_t)dynp->p_offset, dynp->p_filesz, ELF_T_DYN);
+	if (!d || !entsize)
+		return pb_error(o->path, "unreadable dynamic section: %s", elf_errmsg(-1));
+	ret = scan_dynamic(d, d->d_size / entsize, &di);
+	if (ret)
+		return pb_error_errno(o->path, "malloc");
+	if (di.has_strtab && vaddr_to_offset(elf, phnum, di.strtab, &stroff))
+		strtab = elf_getdata_rawchunk(elf, (int64_t)stroff, di.strsz, ELF_T_BYTE);
+	if (!strtab && (di.nr_needed || di.has_soname || di.has_rpath || di.has_runpath))
+		ret = pb_error(o->path, "unreadable dynamic string table");
+	else
+		ret = keep_dynamic(o, &di, strtab);
+	free(di.needed);
+	return ret;
+}
+
+static int read_interp(Elf *elf, const GElf_Phdr *p, struct object *o)
+{
+	Elf_Data *d = elf_getdata_rawchunk(elf, (int64_t)p->p_offset, p->p_filesz, ELF_T_BYTE);
+
+	if (!d || !d->d_size || !memchr(d->d_buf, 0, d->d_size))
+		return pb_error(o->path, "unreadable PT_INTERP");
+	o->interp = strdup(d->d_buf);
+	return o->interp ? 0 : pb_error_errno(o->path, "malloc");
+}
+
+/* PT_INTERP (executable only) and PT_DYNAMIC. */
+static int read_segments(Elf *elf, struct object *o, bool exe)
+{
+	size_t phnum;
+
+	if (elf_getphdrnum(elf, &phnum))
+		return pb_error(o->path, "unreadable program headers: %s", elf_errmsg(-1));
+	for (size_t i = 0; i < phnum; i++) {
+		GElf_Phdr p;
+
+		if (!gelf_getphdr(elf, (int)i, &p))
+			return pb_error(o->path, "unreadable program header: %s", elf_errmsg(-1));
+		if (p.p_type == PT_INTERP && exe && read_interp(elf, &p, o))
+			return PB_FAIL;
+		if (p.p_type == PT_DYNAMIC && read_dynamic(elf, phnum, &p, o))
+			return PB_FAIL;
+	}
+	return 0;
+}
+
+/* ---- the load set -------------------------------------------------------- */
+
+static void prefetch_object(struct loadset *ls, const char *path, unsigned int flags)
+{
+	uint64_t extents, bytes;
+	struct pb_file f;
+
+	if (pb_open(&f, path, PB_OPEN_FOLLOW | flags))
+		return;
+	if (f.has_record && !pb_prefetch_file(&f, &extents, &bytes)) {
+		ls->files++;
+		ls->extents += extents;
+		ls->bytes += bytes;
+		if (pb_verbose)
+			pb_note(path, "%" PRIu64 " extents, %" PRIu64 " bytes", extents, bytes);
+	} else if (!f.has_record && pb_verbose) {
+		pb_note(path, "no bitmap");
+	}
+	pb_close(&f);
+}
+
+static ssize_t find_loaded(const struct loadset *ls, dev_t dev, ino_t ino)
+{
+	for (size_t i = 0; i < ls->nr; i++)
+		if (ls->objs[i].dev == dev && ls->objs[i].ino == ino)
+			return (ssize_t)i;
+	return -1;
+}
+
+static struct object *new_object(struct loadset *ls)
+{
+	if (ls->nr == ls->cap) {
+		size_t cap = ls->cap ? 2 * ls->cap : 16;
+		struct object *n = realloc(ls->objs, cap * sizeof(*n));
+
+		if (!n)
+			return NULL;
+		ls->objs = n;
+		ls->cap = cap;
+	}
+	ls->objs[ls->nr] = (struct object){ 0 };
+	return &ls->objs[ls->nr];
+}
+
+/* Is @elf something the executable can load?  Sets the class for the executable. */
+static int check_compatible(struct loadset *ls, Elf *elf, bool exe)
+{
+	GElf_Ehdr eh;
+	int cls = gelf_getclass(elf);
+
+	if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
+		return OBJ_MISMATCH;
+	if (exe) {
+		ls->elf_class = cls;
+		ls->machine = eh.e_machine;
+		return 0;
+	}
+	return (cls == ls->elf_class && eh.e_machine == ls->machine) ? 0 : OBJ_MISMATCH;
+}
+
+/* Record the object now open as @fd/@elf; prefetch it, then read its headers. */
+static ssize_t add_object(struct loadset *ls, const char *path, int fd, Elf *elf,
+			  size_t loader, const char *name)
+{
+	struct object *o;
+	struct stat st;
+	ssize_t idx;
+
+	if (fstat(fd, &st)) {
+		pb_error_errno(path, "fstat");
+		return OBJ_FAIL;
+	}
+	idx = find_loaded(ls, st.st_dev, st.st_ino);
+	if (idx >= 0) {
+		/* the same file under another name (e.g. /lib -> usr/lib) */
+		if (name && strv_push(&ls->objs[idx].names, strdup(name)))
+			return OBJ_FAIL;
+		return idx;
+	}
+	o = new_object(ls);
+	if (!o) {
+		pb_error_errno(path, "malloc");
+		return OBJ_FAIL;
+	}
+	idx = (ssize_t)ls->nr++;
+	o->dev = st.st_dev;
+	o->ino = st.st_ino;
+	o->loader = loader;
+	o->path = strdup(path);
+	o->origin = origin_of(path, idx == 0);
+	if (!o->path || !o->origin || (name && strv_push(&o->names, strdup(name)))) {
+		pb_error_errno(path, "malloc");
+		return OBJ_FAIL;
+	}
+	prefetch_object(ls, path, PB_OPEN_ELF_ONLY);
+	if (read_segments(elf, &ls->objs[idx], idx == 0))
+		return OBJ_FAIL;
+	return idx;
+}
+
+/*
+ * Open @path as an object of the load set.  Returns its index (new or
+ * already there), OBJ_ABSENT (try the next directory), OBJ_MISMATCH
+ * (wrong class or machine: ld.so skips it too) or OBJ_FAIL.
+ */
+static ssize_t load_object(struct loadset *ls, const char *path, size_t loader,
+			   const char *name)
+{
+	bool exe = ls->nr == 0;
+	ssize_t ret;
+	Elf *elf;
+	int fd;
+
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		if (!exe)
+			return OBJ_ABSENT;	/* whatever the reason, ld.so tries the next one */
+		pb_error_errno(path, "cannot open");
+		return OBJ_FAIL;
+	}
+	elf = elf_begin(fd, ELF_C_READ, NULL);
+	ret = elf ? check_compatible(ls, elf, exe) : OBJ_MISMATCH;
+	if (!ret) {
+		ret = add_object(ls, path, fd, elf, loader, name);
+	} else if (exe) {
+		if (pb_verbose)
+			pb_note(path, "not an ELF file; only the command itself is prefetched");
+		prefetch_object(ls, path, 0);
+		ret = OBJ_FAIL;
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return ret;
+}
+
+/* ---- search path --------------------------------------------------------- */
+
+static const char *const default_dirs_x86_64[] = {
+	"/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64",
+	"/lib", "/usr/lib", NULL,
+};
+static const char *const default_dirs_i386[] = {
+	"/lib/i386-linux-gnu", "/usr/lib/i386-linux-gnu", "/lib32", "/usr/lib32",
+	"/lib", "/usr/lib", NULL,
+};
+static const char *const default_dirs_64[] = { "/lib64", "/usr/lib64", "/lib", "/usr/lib", NULL };
+static const char *const default_dirs_32[] = { "/lib32", "/usr/lib32", "/lib", "/usr/lib", NULL };
+
+static const char *const *default_dirs(const struct loadset *ls)
+{
+	if (ls->machine == EM_X86_64 && ls->elf_class == ELFCLASS64)
+		return default_dirs_x86_64;
+	if (ls->machine == EM_386)
+		return default_dirs_i386;
+	return ls->elf_class == ELFCLASS64 ? default_dirs_64 : default_dirs_32;
+}
+
+/* Try DIR/NAME; see load_object() for the result. */
+static ssize_t try_dir(struct loadset *ls, const char *dir, const char *name, size_t loader)
+{
+	char *path;
+	ssize_t ret;
+
+	if (asprintf(&path, "%s/%s", *dir ? dir : ".", name) < 0) {
+		pb_error_errno(name, "malloc");
+		return OBJ_FAIL;
+	}
+	ret = load_object(ls, path, loader, name);
+	free(path);
+	return ret;
+}
+
+/* Try each directory of a colon-separated list, $ORIGIN being @origin. */
+static ssize_t try_list(struct loadset *ls, const char *list, const char *seps,
+			const char *origin, const char *name, size_t loader)
+{
+	char *copy = strdup(list), *rest = copy, *dir;
+	ssize_t ret = OBJ_ABSENT;
+
+	if (!copy) {
+		pb_error_errno(name, "malloc");
+		return OBJ_FAIL;
+	}
+	while (ret < 0 && ret != OBJ_FAIL && (dir = strsep(&rest, seps))) {
+		char *exp = expand_dst(ls, dir, origin);
+
+		if (!exp) {
+			pb_error_errno(name, "malloc");
+			ret = OBJ_FAIL;
+			break;
+		}
+		ret = try_dir(ls, exp, name, loader);
+		free(exp);
+	}
+	free(copy);
+	return ret;
+}
+
+static ssize_t try_dirs(struct loadset *ls, const char *const *dirs, size_t n,
+			const char *name, size_t loader)
+{
+	ssize_t ret = OBJ_ABSENT;
+
+	for (size_t i = 0; (n ? i < n : dirs[i] != NULL) && ret < 0 && ret != OBJ_FAIL; i++)
+		ret = try_dir(ls, dirs[i], name, loader);
+	return ret;
+}
+
+/* ---- /etc/ld.so.conf ------------------------------------------------------ */
+
+static void conf_read(struct strv *dirs, const char *file, int depth);
+
+/* "include PATTERN...": relative patterns are relative to the including file. */
+static void conf_include(struct strv *dirs, const char *file, char *patterns, int depth)
+{
+	char *copy = strdup(file), *base = copy ? dirname(copy) : NULL, *pat;
+
+	while (base && (pat = strsep(&patterns, " \t")) != NULL) {
+		char *full = NULL;
+		glob_t g;
+
+		if (!*pat)
+			continue;
+		if (pat[0] != '/' && asprintf(&full, "%s/%s", base, pat) < 0)
+			break;
+		if (glob(full ? full : pat, 0, NULL, &g) == 0) {
+			for (size_t i = 0; i < g.gl_pathc; i++)
+				conf_read(dirs, g.gl_pathv[i], depth + 1);
+			globfree(&g);
+		}
+		free(full);
+	}
+	free(copy);
+}
+
+/* One line of an ld.so.conf file: a directory, an include or hwcap. */
+static void conf_line(struct strv *dirs, const char *file, char *line, int depth)
+{
+	char *end;
+
+	line[strcspn(line, "#\n")] = '\0';
+	line += strspn(line, " \t");
+	end = line + strlen(line);
+	while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
+		*--end = '\0';
+	if (!*line)
+		return;
+	if (!strncmp(line, "include", 7) && (line[7] == ' ' || line[7] == '\t')) {
+		conf_include(dirs, file, line + 8, depth);
+		return;
+	}
+	if (!strncmp(line, "hwcap", 5) && (line[5] == ' ' || line[5] == '\t'))
+		return;
+	line[strcspn(line, "=")] = '\0';	/* old "DIR=TYPE" syntax */
+	end = line + strlen(line);
+	while (end > line + 1 && end[-1] == '/')
+		*--end = '\0';
+	strv_push(dirs, strdup(line));
+}
+
+static void conf_read(struct strv *dirs, const char *file, int depth)
+{
+	char *line = NULL;
+	size_t cap = 0;
+	FILE *fp;
+
+	if (depth > 8)	/* include loops */
+		return;
+	fp = fopen(file, "re");
+	if (!fp)
+		return;
+	while (getline(&line, &cap, fp) > 0)
+		conf_line(dirs, file, line, depth);
+	free(line);
+	fclose(fp);
+}
+
+static const struct strv *conf_dirs(struct loadset *ls)
+{
+	if (!ls->conf_read) {
+		ls->conf_read = true;
+		conf_read(&ls->conf_dirs, "/etc/ld.so.conf", 0);
+	}
+	return &ls->conf_dirs;
+}
+
+/* ---- resolving DT_NEEDED ----------------------------------------------------- */
+
+static bool known_name(const struct loadset *ls, const char *name)
+{
+	for (size_t i = 0; i < ls->nr; i++) {
+		const struct object *o = &ls->objs[i];
+
+		if (o->soname && !strcmp(o->soname, name))
+			return true;
+		for (size_t j = 0; j < o->names.n; j++)
+			if (!strcmp(o->names.v[j], name))
+				return true;
+	}
+	return false;
+}
+
+/* DT_RPATH of the loader, its loader and so on up to the executable,
+ * skipping objects that have DT_RUNPATH (ld.so ignores their DT_RPATH). */
+static ssize_t search_rpaths(struct loadset *ls, const char *name, size_t loader)
+{
+	ssize_t ret = OBJ_ABSENT;
+	size_t l = loader;
+
+	for (;;) {
+		const struct object *o = &ls->objs[l];
+
+		if (o->rpath && !o->runpath) {
+			char *list = strdup(o->rpath), *origin = strdup(o->origin);
+
+			if (list && origin)
+				ret = try_list(ls, list, ":", origin, name, loader);
+			free(list);
+			free(origin);
+			if (ret >= 0 || ret == OBJ_FAIL)
+				return ret;
+		}
+		if (l == 0)
+			return ret;
+		l = ls->objs[l].loader;
+	}
+}
+
+/* ld.so's order: RPATH (if no RUNPATH), LD_LIBRARY_PATH, RUNPATH, cache, defaults. */
+static ssize_t search(struct loadset *ls, const char *name, size_t loader)
+{
+	const char *llp = ls->secure ? NULL : getenv("LD_LIBRARY_PATH");
+	const struct strv *conf;
+	char *runpath = NULL, *origin = NULL;
+	bool nodeflib = ls->objs[loader].nodeflib;
+	ssize_t ret = OBJ_ABSENT;
+
+	if (!ls->objs[loader].runpath)
+		ret = search_rpaths(ls, name, loader);
+	if (ret < 0 && ret != OBJ_FAIL && llp && *llp)
+		ret = try_list(ls, llp, ":;", ls->objs[0].origin, name, loader);
+	if (ret < 0 && ret != OBJ_FAIL && ls->objs[loader].runpath) {
+		/* copies: loading may move ls->objs */
+		runpath = strdup(ls->objs[loader].runpath);
+		origin = strdup(ls->objs[loader].origin);
+		if (runpath && origin)
+			ret = try_list(ls, runpath, ":", origin, name, loader);
+		free(runpath);
+		free(origin);
+	}
+	if (ret < 0 && ret != OBJ_FAIL) {
+		conf = conf_dirs(ls);
+		ret = try_dirs(ls, (const char *const *)conf->v, conf->n, name, loader);
+	}
+	if (ret < 0 && ret != OBJ_FAIL && !nodeflib)
+		ret = try_dirs(ls, default_dirs(ls), 0, name, loader);
+	return ret;
+}
+
+static void resolve_needed(struct loadset *ls, const char *name, size_t loader)
+{
+	ssize_t ret;
+
+	if (known_name(ls, name))
+		return;
+	if (strchr(name, '/')) {
+		char *origin = strdup(ls->objs[loader].origin);
+		char *path = origin ? expand_dst(ls, name, origin) : NULL;
+
+		ret = path ? load_object(ls, path, loader, name) : OBJ_FAIL;
+		free(path);
+		free(origin);
+	} else {
+		ret = search(ls, name, loader);
+	}
+	if (ret < 0 && ret != OBJ_FAIL && pb_verbose)
+		pb_note(name, "not found (needed by %s)", ls->objs[loader].path);
+}
+
+/* LD_PRELOAD and /etc/ld.so.preload come first, as if the executable needed them. */
+static void add_preloads(struct loadset *ls)
+{
+	const char *env = ls->secure ? NULL : getenv("LD_PRELOAD");
+	char *buf = NULL, *rest, *name;
+	size_t cap = 0;
+	FILE *fp;
+
+	if (env && (buf = strdup(env)))
+		for (rest = buf; (name = strsep(&rest, " :")) != NULL;)
+			if (*name)
+				resolve_needed(ls, name, 0);
+	free(buf);
+	buf = NULL;
+	fp = fopen("/etc/ld.so.preload", "re");
+	if (!fp)
+		return;
+	while (getline(&buf, &cap, fp) > 0)
+		for (rest = buf; (name = strsep(&rest, " :\t\n")) != NULL;)
+			if (*name && *name != '#')
+				resolve_needed(ls, name, 0);
+	free(buf);
+	fclose(fp);
+}
+
+/* ld.so ignores the environment for set-id programs (AT_SECURE). */
+static bool is_secure(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 &&
+	       (((st.st_mode & S_ISUID) && st.st_uid != getuid()) ||
+		((st.st_mode & S_ISGID) && st.st_gid != getgid()));
+}
+
+/* The executable, its interpreter, then the DT_NEEDED closure breadth-first. */
+static void prefetch_closure(struct loadset *ls, const char *exe)
+{
+	ls->secure = is_secure(exe);
+	if (load_object(ls, exe, 0, NULL) != 0)
+		return;
+	if (ls->objs[0].interp) {
+		char *interp = strdup(ls->objs[0].interp);
+
+		if (interp && load_object(ls, interp, 0, NULL) == OBJ_ABSENT && pb_verbose)
+			pb_note(interp, "not found (interpreter of %s)", exe);
+		free(interp);
+	}
+	if (!ls->objs[0].interp)	/* static: nothing else is loaded */
+		return;
+	add_preloads(ls);
+	for (size_t i = 0; i < ls->nr; i++)
+		for (size_t j = 0; j < ls->objs[i].needed.n; j++) {
+			/* copy: loading may move ls->objs and the strings with it */
+			char *name = strdup(ls->objs[i].needed.v[j]);
+
+			if (name)
+				resolve_needed(ls, name, i);
+			free(name);
+		}
+}
+
+/* ---- `run` --------------------------------------------------------------- */
+
+/* CMD as execvp() would find it: malloc'ed path, or NULL. */
+static char *find_command(const char *cmd)
+{
+	const char *path = getenv("PATH");
+	char *copy, *rest, *dir, *full = NULL;
+
+	if (strchr(cmd, '/'))
+		return access(cmd, F_OK) == 0 ? strdup(cmd) : NULL;
+	if (!path)
+		path = "/bin:/usr/bin";	/* glibc's execvp() default */
+	copy = strdup(path);
+	for (rest = copy; copy && (dir = strsep(&rest, ":")) != NULL;) {
+		struct stat st;
+
+		if (asprintf(&full, "%s/%s", *dir ? dir : ".", cmd) < 0) {
+			full = NULL;
+			break;
+		}
+		if (stat(full, &st) == 0 && S_ISREG(st.st_mode) && access(full, X_OK) == 0)
+			break;
+		free(full);
+		full = NULL;
+	}
+	free(copy);
+	return full;
+}
+
+/*
+ * The interpreter of a "#!" script, which is what actually gets loaded
+ * (malloc'ed), or NULL.  "#!/usr/bin/env NAME" means NAME from $PATH.
+ */
+static char *script_interpreter(const char *path)
+{
+	char line[PATH_MAX + 3], *interp, *arg;
+	size_t n;
+	FILE *fp = fopen(path, "re");
+
+	if (!fp)
+		return NULL;
+	n = fread(line, 1, sizeof(line) - 1, fp);
+	fclose(fp);
+	line[n] = '\0';
+	if (n < 3 || line[0] != '#' || line[1] != '!')
+		return NULL;
+	line[strcspn(line, "\n")] = '\0';
+	interp = line + 2 + strspn(line + 2, " \t");
+	arg = interp + strcspn(interp, " \t");
+	if (*arg)
+		*arg++ = '\0';
+	arg += strspn(arg, " \t");
+	arg[strcspn(arg, " \t")] = '\0';
+	if (!*interp)
+		return NULL;
+	n = strlen(interp);
+	if (n >= 4 && !strcmp(interp + n - 4, "/env") && *arg && *arg != '-')
+		return find_command(arg);
+	return strdup(interp);
+}
+
+static void prefetch_for(const char *cmd)
+{
+	struct loadset ls = { 0 };
+	char *exe = find_command(cmd), *interp;
+
+	if (!exe)
+		return;		/* execvp() reports it */
+	elf_version(EV_CURRENT);
+	interp = script_interpreter(exe);
+	if (interp)	/* a data file may carry a bitmap in its xattr */
+		prefetch_object(&ls, exe, 0);
+	prefetch_closure(&ls, interp ? interp : exe);
+	if (pb_verbose)
+		pb_note(cmd, "%zu files to load, %" PRIu64 " with a bitmap; %" PRIu64
+			" extents, %" PRIu64 " bytes requested in all",
+			ls.nr, ls.files, ls.extents, ls.bytes);
+	loadset_free(&ls);
+	free(interp);
+	free(exe);
+}
+
+int pb_cmd_run(int argc, char **argv)
+{
+	int ret = parse_flags(argc, argv, "run");
+	char **cmd = argv + optind;
+
+	if (ret)
+		return ret;
+	prefetch_for(cmd[0]);
+	fflush(NULL);
+	execvp(cmd[0], cmd);
+	ret = errno == ENOENT ? 127 : 126;	/* as a shell does */
+	pb_error_errno(cmd[0], errno == ENOENT ? "command not found" : "cannot execute");
+	return ret;
+}

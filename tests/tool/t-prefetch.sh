@@ -1,0 +1,290 @@
+#!/bin/bash
+# t-prefetch: `pbitmap prefetch` and `pbitmap run` bring the learned pages
+# into the page cache ahead of need, and `run` finds the same objects ld.so
+# loads.
+#
+#   - On a copy of python3.11 (stamped, recorded with `-c pass`), evicted
+#     from the page cache: `prefetch -v` reports extents > 0 and then every
+#     page of the prefetch set becomes resident (mmap + mincore).
+#   - Major faults of `./py -c pass` from a cold cache: fewer after
+#     `pbitmap prefetch`, and fewer under `pbitmap run` than under `pbitmap
+#     run` of an identical copy that has no bitmap (same overhead, no help).
+#     The disk's read_ahead_kb is set to the kernel default of 128 KiB for
+#     this: a large VM readahead (8 MiB here) reads the whole 6.5 MB binary
+#     in two faults and hides both the problem and the cure.
+#   - `run -v` resolves DT_NEEDED like ld.so: libraries built here, found
+#     through DT_RUNPATH with $ORIGIN, through the executable's DT_RPATH
+#     inherited by a library's own needs, through LD_LIBRARY_PATH past a
+#     32-bit library of the same name; they are prefetched (extents > 0,
+#     pages resident).  For those programs and for python3.11, clang and
+#     eu-elflint, the set of files (by inode) equals ldd's.
+#   - run's exit status is CMD's; 127 for a command that does not exist.
+# Everything is evicted per file with POSIX_FADV_DONTNEED (nothing else on
+# the machine is disturbed); tmpfs cannot evict, so the test refuses it.
+
+source "$(dirname "$0")/../lib.sh"
+need gcc python3 ldd readelf stat timeout
+[[ -x /usr/bin/time ]] || fail "missing /usr/bin/time (Debian package time)"
+[[ -x /usr/bin/python3.11 ]] || fail "missing /usr/bin/python3.11 (Debian package python3.11)"
+[[ $(id -u) == 0 ]] || fail "must run as root: it sets the disk's read_ahead_kb"
+exec 4>&2
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+[[ $(stat -f -c %T "$d") != tmpfs ]] ||
+	fail "$d is on tmpfs, whose pages cannot be evicted; set TMPDIR to a directory on a disk"
+
+# ---- helpers ---------------------------------------------------------------
+
+cat >cache.py <<'PY'
+"""cache.py drop FILE...        evict FILE from the page cache (fdatasync + DONTNEED)
+cache.py resident FILE [N-M...]  "RESIDENT TOTAL": pages of FILE in the page cache,
+                                 among granules N..M inclusive (default: all)"""
+import ctypes, mmap, os, sys
+
+def drop(path):
+    fd = os.open(path, os.O_RDONLY)
+    os.fdatasync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+    os.close(fd)
+
+def resident(path, ranges):
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    fd = os.open(path, os.O_RDONLY)
+    size = os.fstat(fd).st_size
+    ps = mmap.PAGESIZE
+    pages = (size + ps - 1) // ps
+    addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+    if addr in (None, ctypes.c_void_p(-1).value):
+        sys.exit("mmap %s failed" % path)
+    vec = ctypes.create_string_buffer(pages)
+    if libc.mincore(addr, size, vec):
+        sys.exit("mincore %s: %s" % (path, os.strerror(ctypes.get_errno())))
+    libc.munmap(addr, size)
+    os.close(fd)
+    want = set()
+    for r in ranges or ["0-%d" % (pages - 1)]:
+        a, b = map(int, r.split("-"))
+        want.update(range(a, min(b, pages - 1) + 1))
+    print(sum(vec.raw[n] & 1 for n in want), len(want))
+
+if sys.argv[1] == "drop":
+    for f in sys.argv[2:]:
+        drop(f)
+else:
+    resident(sys.argv[2], sys.argv[3:])
+PY
+
+# evict FILE...: out of the page cache, or fail.
+evict() {
+	local f
+	python3 cache.py drop "$@" || fail "cannot evict $*"
+	for f in "$@"; do
+		read -r res _ < <(python3 cache.py resident "$f")
+		((res == 0)) || fail "$f: $res pages still cached after DONTNEED (mapped by a running process?)"
+	done
+}
+
+# prefetch_ranges FILE: the prefetch set of FILE as "N-M" granule ranges.
+prefetch_ranges() {
+	"$PBITMAP" show --json "$1" |
+		python3 -c 'import json,sys; print(" ".join("%d-%d" % tuple(r) for r in json.load(sys.stdin)[0]["prefetch"]["ranges"]))'
+}
+
+# wait_resident FILE: every page of FILE's prefetch set becomes resident
+# (the readahead is asynchronous; give it up to 20 s).
+wait_resident() {
+	local f=$1 ranges res total
+	ranges=$(prefetch_ranges "$f") || fail "show --json $f"
+	[[ -n $ranges ]] || fail "$f: empty prefetch set"
+	for _ in $(seq 200); do
+		read -r res total < <(python3 cache.py resident "$f" $ranges)
+		((res == total)) && return 0
+		sleep 0.1
+	done
+	fail "$f: only $res of $total prefetched pages became resident"
+}
+
+# majflt CMD...: major page faults of CMD (its whole process, exec included).
+majflt() {
+	/usr/bin/time -f %F -o "$d/.faults" "$@" >/dev/null 2>"$d/.cmd.err" ||
+		fail "$* failed: $(cat "$d/.cmd.err")"
+	tail -n 1 "$d/.faults"
+}
+
+# The readahead of the disk that holds $d.
+ra=$(python3 - "$d" <<'PY'
+import os, sys
+st = os.stat(sys.argv[1])
+dev = "%d:%d" % (os.major(st.st_dev), os.minor(st.st_dev))
+for p in ("/sys/dev/block/%s/queue/read_ahead_kb" % dev,
+          "/sys/dev/block/%s/../queue/read_ahead_kb" % dev,
+          "/sys/class/bdi/%s/read_ahead_kb" % dev):
+    if os.path.exists(p):
+        print(os.path.realpath(p))
+        break
+PY
+)
+[[ -n $ra && -w $ra ]] || fail "no writable read_ahead_kb for the disk holding $d (not a block device?)"
+old_ra=$(cat "$ra")
+at_exit "echo $old_ra > $ra"
+echo 128 >"$ra" || fail "cannot set $ra"
+note "read_ahead_kb of $ra: $old_ra, 128 for this test"
+
+# ---- prefetch: python3.11 --------------------------------------------------
+
+cp /usr/bin/python3.11 py || fail "cp"
+cp /usr/bin/python3.11 py-plain || fail "cp"
+./py -c pass || fail "a copy of python3.11 does not run"
+"$PBITMAP" add -q py || fail "pbitmap add py"
+expect_status 0 "$PBITMAP" record -- ./py -c pass
+grep -q "py: generation 1:" "$ERR" || fail "record did not learn py: $(cat "$ERR")"
+
+evict py
+expect_status 0 "$PBITMAP" prefetch -v py
+read -r ext bytes < <(sed -nE 's/^py: ([0-9]+) extents, ([0-9]+) bytes$/\1 \2/p' "$OUT")
+[[ -n $ext ]] || fail "prefetch -v printed no 'py: N extents, B bytes': $(cat "$OUT")"
+((ext > 0 && bytes > 0)) || fail "prefetch -v: $ext extents, $bytes bytes"
+want=$("$PBITMAP" show --json py | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["prefetch"]["bytes"])')
+((bytes <= want && bytes > want - 4096)) || fail "prefetch requested $bytes bytes, show says $want"
+wait_resident py
+note "prefetch -v py: $ext extents, $bytes bytes; all resident afterwards"
+pass "prefetch: extents > 0, and the prefetch set becomes resident"
+
+expect_status 0 "$PBITMAP" prefetch /bin/true
+grep -q "no bitmap" "$ERR" || fail "prefetch of a file without a bitmap says nothing: $(cat "$ERR")"
+expect_status 1 "$PBITMAP" prefetch ./no-such-file
+expect_status 2 "$PBITMAP" prefetch
+pass "prefetch: no bitmap is a note (exit 0), a missing file an error (1), no FILE usage (2)"
+
+# ---- fewer major faults --------------------------------------------------------
+
+evict py
+cold=$(majflt ./py -c pass)
+evict py
+"$PBITMAP" prefetch py || fail "prefetch py"
+warm=$(majflt ./py -c pass)
+note "major faults of ./py -c pass from a cold cache: $cold without prefetch, $warm after pbitmap prefetch"
+((warm < cold)) || fail "prefetch did not reduce major faults ($cold -> $warm)"
+
+evict py py-plain
+plain=$(majflt "$PBITMAP" run -- ./py-plain -c pass)
+evict py py-plain
+helped=$(majflt "$PBITMAP" run -- ./py -c pass)
+note "major faults of pbitmap run -- ./py -c pass: $plain without a bitmap, $helped with"
+((helped < plain)) || fail "run did not reduce major faults ($plain -> $helped)"
+pass "fewer major faults: prefetch $cold -> $warm, run $plain -> $helped"
+
+# ---- run: the DT_NEEDED closure -----------------------------------------------------
+
+mkdir -p dt/lib dt/lib32 dt/plain || fail "mkdir"
+cat >dt/b.c <<'C'
+int fb(int x) { return x * 3 + 1; }
+C
+cat >dt/a.c <<'C'
+int fb(int);
+int fa(int x) { return fb(x) + 2; }
+C
+cat >dt/main.c <<'C'
+int fa(int);
+int main(int argc, char **argv) { (void)argv; return fa(argc) == 6 ? 0 : 1; }
+C
+build() {
+	(cd dt && "$@") || fail "building the test programs: $*"
+}
+build gcc -shared -fPIC -o lib/libpbtb.so b.c
+build gcc -m32 -shared -fPIC -o lib32/libpbtb.so b.c
+# libpbta finds libpbtb through its own DT_RUNPATH $ORIGIN
+build gcc -shared -fPIC -o lib/libpbta.so a.c -Llib -lpbtb -Wl,--enable-new-dtags,-rpath,'$ORIGIN'
+# libpbta2 has no search path: libpbtb comes from prog2's DT_RPATH
+build gcc -shared -fPIC -o lib/libpbta2.so a.c -Llib -lpbtb
+build gcc -o prog main.c -Llib -lpbta -Wl,-rpath-link,lib -Wl,--enable-new-dtags,-rpath,'$ORIGIN/lib'
+build gcc -o prog2 main.c -Llib -lpbta2 -Wl,-rpath-link,lib -Wl,--disable-new-dtags,-rpath,'$ORIGIN/lib'
+build gcc -o prog3 main.c -Llib -lpbta -Wl,-rpath-link,lib
+readelf -dW dt/prog | grep -q RUNPATH || fail "prog has no DT_RUNPATH"
+readelf -dW dt/prog2 | grep -q '(RPATH)' || fail "prog2 has no DT_RPATH"
+readelf -dW dt/lib/libpbta2.so | grep -qE 'R(UN)?PATH' && fail "libpbta2 has a search path"
+
+for f in dt/lib/libpbtb.so dt/lib/libpbta.so dt/lib/libpbta2.so dt/prog dt/prog2 dt/prog3; do
+	"$PBITMAP" add -q "$f" || fail "pbitmap add $f"
+done
+LD_LIBRARY_PATH_RUN="$d/dt/lib32:$d/dt/lib"
+expect_status 0 "$PBITMAP" record -- dt/prog
+expect_status 0 "$PBITMAP" record -- dt/prog2
+expect_status 0 env LD_LIBRARY_PATH="$LD_LIBRARY_PATH_RUN" "$PBITMAP" record -- dt/prog3
+for f in libpbtb.so libpbta.so libpbta2.so; do
+	[[ $("$PBITMAP" show --json "dt/lib/$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["prefetch"]["pages"])') -gt 0 ]] ||
+		fail "record learned nothing for dt/lib/$f"
+done
+
+# run_files: the files `run -v` reported, as device:inode, sorted.
+run_files() {
+	sed -nE 's/^pbitmap: (.*): (no bitmap|[0-9]+ extents, [0-9]+ bytes)$/\1/p' "$ERR" |
+		xargs -r -d '\n' stat -L -c '%d:%i' | sort -u
+}
+
+# ldd_files PROG: the executable and what ldd lists, as device:inode, sorted.
+ldd_files() {
+	{
+		readlink -f "$1"
+		ldd "$1" | sed -nE 's/.*=> (\/[^ ]*) .*/\1/p; s/^\s*(\/[^ ]*) \(0x.*/\1/p'
+	} | xargs -r -d '\n' stat -L -c '%d:%i' | sort -u
+}
+
+# extents_of LIBNAME: the extents `run -v` reported for .../lib/LIBNAME.
+extents_of() {
+	sed -nE "s|^pbitmap: .*/lib/$1: ([0-9]+) extents, [0-9]+ bytes\$|\\1|p" "$ERR"
+}
+
+# check_run NAME ENV...: cold cache, run -v, libraries reported with extents
+# and resident afterwards, same files as ldd.
+check_run() {
+	local prog=$1 a b
+	shift
+	evict dt/lib/libpbtb.so dt/lib/libpbta.so dt/lib/libpbta2.so "dt/$prog"
+	expect_status 0 env "$@" "$PBITMAP" run -v -- "dt/$prog"
+	a=$(extents_of libpbtb.so)
+	[[ -n $a && $a -gt 0 ]] || fail "run -v $prog: libpbtb.so not reported with extents > 0: $(cat "$ERR")"
+	wait_resident dt/lib/libpbtb.so
+	diff <(run_files) <(env "$@" bash -c "$(declare -f ldd_files); ldd_files dt/$prog") >"$d/.diff" ||
+		fail "run -v $prog loads other files than ld.so: $(cat "$d/.diff")"
+}
+
+check_run prog LD_LIBRARY_PATH=
+a=$(extents_of libpbta.so)
+[[ -n $a && $a -gt 0 ]] || fail "run -v prog: libpbta.so not reported with extents > 0: $(cat "$ERR")"
+wait_resident dt/lib/libpbta.so
+wait_resident dt/prog
+pass "run: DT_RUNPATH \$ORIGIN/lib, then the library's own DT_RUNPATH \$ORIGIN; prefetched, resident"
+
+check_run prog2 LD_LIBRARY_PATH=
+a=$(extents_of libpbta2.so)
+[[ -n $a && $a -gt 0 ]] || fail "run -v prog2: libpbta2.so not reported with extents > 0: $(cat "$ERR")"
+pass "run: the executable's DT_RPATH serves its library's needs too"
+
+check_run prog3 LD_LIBRARY_PATH="$LD_LIBRARY_PATH_RUN"
+grep -q "lib32/libpbtb.so" "$ERR" && fail "run took the 32-bit libpbtb.so: $(cat "$ERR")"
+pass "run: LD_LIBRARY_PATH, skipping a library of the wrong ELF class"
+
+for cmd in "/usr/bin/python3.11 -c pass" "/usr/bin/clang --version" "/usr/bin/eu-elflint --version"; do
+	read -r -a argv <<<"$cmd"
+	[[ -x ${argv[0]} ]] || fail "missing ${argv[0]} (see DEPS_TEST)"
+	expect_status 0 "$PBITMAP" run -v -- "${argv[@]}"
+	diff <(run_files) <(ldd_files "${argv[0]}") >"$d/.diff" ||
+		fail "run -v ${argv[0]} loads other files than ld.so: $(cat "$d/.diff")"
+	note "${argv[0]}: $(run_files | wc -l) files, as ldd"
+done
+pass "run resolves the same files as ld.so for python3.11, clang, eu-elflint"
+
+# ---- run: exit status ------------------------------------------------------------------
+
+expect_status 5 "$PBITMAP" run -- sh -c 'exit 5'
+expect_status 127 "$PBITMAP" run -- no-such-command-pbitmap
+grep -q "no-such-command-pbitmap" "$ERR" || fail "run does not name the missing command"
+expect_status 2 "$PBITMAP" run
+pass "run: CMD's exit status; 127 when CMD does not exist; usage 2"
