@@ -23,6 +23,8 @@
 #include <endian.h>
 #include <errno.h>
 #include <gelf.h>
+#include <stdarg.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -63,9 +65,27 @@ static bool in_file(uint64_t off, uint64_t len, uint64_t size)
 	return !add_overflows(off, len, &end) && end <= size;
 }
 
+/*
+ * Refuse the file.  A caller only probing for a bitmap (record, run) is
+ * told PB_NONE without a message: a file pbitmap could not stamp has none.
+ */
+__attribute__((format(printf, 2, 3)))
+static int reject(struct pb_file *f, const char *fmt, ...)
+{
+	char msg[256];
+	va_list ap;
+
+	if (f->open_flags & PB_OPEN_PROBE)
+		return PB_NONE;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	return pb_error(f->path, "%s", msg);
+}
+
 static int elf_fail(struct pb_file *f, const char *what)
 {
-	return pb_error(f->path, "%s", what);
+	return reject(f, "%s", what);
 }
 
 static int libelf_fail(struct pb_file *f, const char *what)
@@ -202,10 +222,15 @@ static int ehdr_to_file(Elf *elf, int cls, uint64_t shoff, size_t shnum,
 
 /* ---- inspection --------------------------------------------------------- */
 
+/*
+ * ELF_C_READ, not ELF_C_READ_MMAP: libelf then reads only the headers and
+ * sections asked for, with pread, so probing a file for its bitmap (as
+ * 'run' does right before exec) costs no page faults of its own.
+ */
 static Elf *begin(struct pb_file *f)
 {
 	elf_version(EV_CURRENT);
-	return elf_begin(f->fd, ELF_C_READ_MMAP, NULL);
+	return elf_begin(f->fd, ELF_C_READ, NULL);
 }
 
 static int check_ident(struct pb_file *f, Elf *elf, struct pb_elf *e)
@@ -217,13 +242,13 @@ static int check_ident(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		return elf_fail(f, "truncated ELF identification");
 	e->cls = ident[EI_CLASS];
 	if (e->cls != ELFCLASS32 && e->cls != ELFCLASS64)
-		return elf_fail(f, "unknown ELF class");
+		return reject(f, "unknown ELF class %d (EI_CLASS must be 1 or 2)", e->cls);
+	if (ident[EI_DATA] == ELFDATA2MSB)
+		return reject(f, "big-endian ELF files are not supported");
 	if (ident[EI_DATA] != ELFDATA2LSB)
-		return elf_fail(f, ident[EI_DATA] == ELFDATA2MSB ?
-				"big-endian ELF files are not supported" :
-				"unknown ELF data encoding");
+		return reject(f, "unknown ELF data encoding %d", ident[EI_DATA]);
 	if (ident[EI_VERSION] != EV_CURRENT)
-		return elf_fail(f, "unknown ELF version");
+		return reject(f, "unknown ELF version %d", ident[EI_VERSION]);
 	return 0;
 }
 
@@ -297,11 +322,11 @@ static int check_layout(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		if (s.sh_type == SHT_NOBITS || s.sh_size == 0)
 			continue;
 		if (!in_file(s.sh_offset, s.sh_size, e->file_size))
-			return pb_error(f->path, "section %zu extends beyond the end of the file", i);
+			return reject(f, "section %zu extends beyond the end of the file", i);
 		if (overlaps(s.sh_offset, s.sh_size, shoff, shlen))
-			return pb_error(f->path, "section %zu overlaps the section header table", i);
+			return reject(f, "section %zu overlaps the section header table", i);
 		if (s.sh_offset < e->ehdr_size)
-			return pb_error(f->path, "section %zu overlaps the ELF header", i);
+			return reject(f, "section %zu overlaps the ELF header", i);
 		if (s.sh_offset + s.sh_size > e->extent)
 			e->extent = s.sh_offset + s.sh_size;
 	}
@@ -313,7 +338,7 @@ static int check_layout(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		if (!gelf_getphdr(elf, (int)i, &p))
 			return libelf_fail(f, "unreadable program header");
 		if (!in_file(p.p_offset, p.p_filesz, e->file_size))
-			return pb_error(f->path, "segment %zu extends beyond the end of the file", i);
+			return reject(f, "segment %zu extends beyond the end of the file", i);
 		if (p.p_offset + p.p_filesz > e->extent)
 			e->extent = p.p_offset + p.p_filesz;
 	}
@@ -459,8 +484,10 @@ int pb_elf_inspect(struct pb_file *f)
 
 		if (elf)
 			elf_end(elf);
-		if (looks_elf)
+		if (looks_elf) {
+			f->kind = PB_KIND_ELF;
 			return elf_fail(f, "damaged ELF file (unreadable by libelf)");
+		}
 		return PB_NONE;
 	}
 	e = calloc(1, sizeof(*e));
@@ -726,7 +753,6 @@ int pb_elf_stamp(struct pb_file *f, const struct pb_params *p)
 		return libelf_fail(f, "elf_begin");
 	}
 	ret = build_tail(f, elf, &r, &t);
-	/* libelf maps the file: let go of it before the file changes. */
 	elf_end(elf);
 	if (!ret)
 		ret = write_tail(f, &r, &t);

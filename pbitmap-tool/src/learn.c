@@ -817,20 +817,26 @@ static void save_file(const struct seen_file *sf, uint64_t page_size)
 {
 	struct pb_file f;
 	struct stat st;
-	bool has_record;
+	bool has_record, no_learn;
 
 	if (!still_there(sf, &st)) {
 		if (pb_verbose)
 			pb_note(sf->path, "deleted or replaced since it was mapped; not learned");
 		return;
 	}
-	if (pb_open(&f, sf->path, 0))
+	if (pb_open(&f, sf->path, PB_OPEN_PROBE))
 		return;
 	has_record = f.has_record;
+	no_learn = has_record && (le32toh(pb_hdr(&f.rec)->flags) & PBITMAP_F_NO_LEARN);
 	pb_close(&f);
 	if (!has_record) {
 		if (pb_verbose)
 			pb_note(sf->path, "no bitmap; not learned");
+		return;
+	}
+	if (no_learn) {
+		pb_note(sf->path, "learning is off for this bitmap (pbitmap add --learn "
+			"turns it on); not learned");
 		return;
 	}
 	if (pb_open(&f, sf->path, PB_OPEN_WRITE))

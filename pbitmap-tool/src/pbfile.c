@@ -172,6 +172,10 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 		ret = check_writable(f);
 	if (!ret)
 		ret = pb_elf_inspect(f);
+	if (ret == PB_NONE && f->kind == PB_KIND_ELF) {
+		pb_close(f);	/* an ELF file rejected while probing */
+		return ret;
+	}
 	if (ret == PB_NONE && !(flags & (PB_OPEN_QUIET | PB_OPEN_ELF_ONLY))) {
 		f->kind = PB_KIND_DATA;
 		ret = pb_xattr_load(f);

@@ -143,6 +143,7 @@ bool pb_next_run(const unsigned char *plane, uint64_t nr_pages, uint64_t from,
 /* ---- files (pbfile.c, elfstore.c, xattrstore.c) ------------------------ */
 
 enum pb_kind {
+	PB_KIND_UNKNOWN, /* not looked at yet */
 	PB_KIND_ELF,	/* record in the .pbitmap section */
 	PB_KIND_DATA,	/* record in the user.pbitmap xattr */
 };
@@ -152,6 +153,8 @@ enum pb_kind {
 #define PB_OPEN_FOLLOW	(1u << 1)	/* accept a symlink and use its target */
 #define PB_OPEN_QUIET	(1u << 2)	/* --stdin: skip dirs, symlinks, non-ELF silently */
 #define PB_OPEN_ELF_ONLY (1u << 3)	/* refuse (PB_NONE) anything but ELF */
+#define PB_OPEN_PROBE	(1u << 4)	/* only looking for a bitmap: an ELF file that
+					 * could not carry one is PB_NONE, silently */
 
 struct pb_elf;	/* private to elfstore.c */
 

@@ -488,7 +488,7 @@ static void prefetch_object(struct loadset *ls, const char *path, unsigned int f
 	uint64_t extents, bytes;
 	struct pb_file f;
 
-	if (pb_open(&f, path, PB_OPEN_FOLLOW | flags))
+	if (pb_open(&f, path, PB_OPEN_FOLLOW | PB_OPEN_PROBE | flags))
 		return;
 	if (f.has_record && !pb_prefetch_file(&f, &extents, &bytes)) {
 		ls->files++;
