@@ -15,8 +15,9 @@
 # Policy refusals must give exit status 3 ("skipped") instead: read-only
 # filesystem, a file being executed (ETXTBSY), immutable and append-only
 # files (ext4 loop image), a security.ima xattr.
-# Finally a stamped file whose planes were corrupted: verify exits 1 and
-# says "checksum".
+# Finally a stamped file whose planes (or header) were corrupted: verify
+# exits 1 and says "checksum"; strip and add either refuse it untouched or
+# end with the original / a valid stamp.
 # Why: pbitmap runs as root from an rpm file trigger over every installed
 # file; a single write to a file it should not touch is a corrupted system.
 
@@ -286,6 +287,28 @@ with open(sys.argv[1], "r+b") as f:
 	assert_unchanged "$f" "verify"
 	n_cases=$((n_cases + 1))
 	pass "corrupted $where byte (record at $off, $rsize bytes): verify exit 1: $(head -1 "$ERR")"
+	# strip and add on it: either refused (exit 1, file unchanged) or done
+	# right (strip: the original; add: a valid stamp that strips to it).
+	cp "$f" "$f.2"
+	"$PBITMAP" strip "$f" >"$OUT" 2>"$ERR"
+	case $? in
+	0) assert_cmp "$f" "$d/good" ;;
+	1) assert_unchanged "$f" "failed strip" ;;
+	*) fail "strip of a damaged record: exit $?: $(cat "$ERR")" ;;
+	esac
+	pass "corrupted $where byte: strip: $(cmp -s "$f" "$d/good" && echo "gives the original" || echo "refused: $(head -1 "$ERR")")"
+	snapshot "$f.2"
+	"$PBITMAP" add "$f.2" >"$OUT" 2>"$ERR"
+	case $? in
+	0)
+		expect_status 0 "$PBITMAP" verify "$f.2"
+		expect_status 0 "$PBITMAP" strip "$f.2"
+		assert_cmp "$f.2" "$d/good"
+		;;
+	1) assert_unchanged "$f.2" "failed add" ;;
+	*) fail "add on a damaged record: exit $?: $(cat "$ERR")" ;;
+	esac
+	pass "corrupted $where byte: add: $(head -1 "$ERR")"
 done
 
 note "$n_cases bad inputs refused, every file left untouched"

@@ -5,8 +5,9 @@
 # Uses the ASan build, which has the crash-injection points compiled in:
 # PBITMAP_FAULT=list prints every point an operation passes, and
 # PBITMAP_FAULT=STEP makes the process SIGKILL itself there (status 137).
-# For each step of `add` and of `strip` (on an ELF program carrying a file
-# capability, and on a data file) this asserts, right after the kill:
+# For each step of `add`, of `strip` and of a re-stamp (`add -g 6` on a
+# stamped file: strip then stamp) on an ELF program carrying a file
+# capability, and on a data file, this asserts, right after the kill:
 #   - either the original is intact (the first ORIG_SIZE bytes equal the
 #     original, readelf and eu-elflint see nothing new, the program prints
 #     the same) or the stamp is complete (verify exits 0);
@@ -38,10 +39,11 @@ size=$(stat -c %s "$d/prog")
 eu-elflint --gnu-ld "$d/prog" 2>&1 | sed "s|$d/prog|FILE|g" | sort -u >"$d/lint.orig"
 head -c 300000 /dev/urandom >"$d/data"
 
-# steps VERB FILE: the fault points VERB passes, in order.
+# steps "VERB [OPTIONS]" FILE: the fault points VERB passes, in order.
 steps() {
 	local verb=$1 f=$2
-	PBITMAP_FAULT=list "$PBITMAP" "$verb" "$f" 2>&1 >/dev/null | sed -n 's/^fault point: //p'
+	# shellcheck disable=SC2086
+	PBITMAP_FAULT=list "$PBITMAP" $verb "$f" 2>&1 >/dev/null | sed -n 's/^fault point: //p'
 }
 
 fresh_elf() { cp -p "$d/prog" "$1" && setcap cap_net_raw+ep "$1"; }
@@ -137,6 +139,28 @@ for s in "${strip_steps[@]}"; do
 	expect_status 0 "$PBITMAP" add "$f"
 	expect_status 137 env PBITMAP_FAULT="$s" "$PBITMAP" strip "$f"
 	after_crash "$f" "strip killed at $s"
+done
+
+# ---- ELF re-stamp (add -g 6 on a file stamped with 4 generations) ------------------
+
+fresh_elf "$d/rlist"
+expect_status 0 "$PBITMAP" add "$d/rlist"
+mapfile -t restamp_steps < <(steps "add -g 6" "$d/rlist" | awk '!seen[$0]++')
+note "re-stamp fault points (first occurrence is the one hit): ${restamp_steps[*]:-none}"
+((${#restamp_steps[@]})) || fail "a re-stamp passes no fault point"
+for s in "${restamp_steps[@]}"; do
+	f=$d/restamp-$s
+	fresh_elf "$f"
+	expect_status 0 "$PBITMAP" add "$f"
+	expect_status 0 "$PBITMAP" set --pages 0-2 "$f"
+	expect_status 137 env PBITMAP_FAULT="$s" "$PBITMAP" add -g 6 "$f"
+	if "$PBITMAP" verify "$f" >/dev/null 2>&1; then
+		learned="planes=$($ELFCHECK header "$f" | sed -n 's/^nr_planes=//p') age0=$($ELFCHECK dump "$f" | sed -n 's/^age0=//p')"
+	else
+		learned="no valid record"
+	fi
+	note "re-stamp killed at $s: $learned"
+	after_crash "$f" "re-stamp killed at $s"
 done
 
 # ---- data files ----------------------------------------------------------------

@@ -13,6 +13,7 @@
 #   - set --ranges (START-END, START+LEN, K suffix), set --pages, --plane,
 #     clear --pages, clear --all change exactly the expected granules;
 #   - verify, strip (xattr gone, content and mtime unchanged);
+#   - re-stamp with -g / --page-shift keeps the learned generations;
 #   - merge ORs two stamped copies generation by generation, refuses a
 #     different geometry; also for ELF copies;
 #   - a filesystem without user xattrs (ramfs: this kernel has no vfat)
@@ -212,6 +213,37 @@ expect_status 0 "$PBITMAP" verify "$d/e1"
 expect_status 0 "$PBITMAP" strip "$d/e1"
 assert_cmp "$d/e1" "$d/e.orig"
 pass "ELF: set, merge, verify, strip byte-identical"
+
+# Re-stamp with another -g or --page-shift keeps the learned generations
+# (pbitmap(1): mapped onto the new granule, newest first), ELF and data alike.
+head -c 1000000 /dev/urandom >"$d/ext4/restamp"
+cp "$d/e.orig" "$d/restamp-elf"
+for f in "$d/ext4/restamp" "$d/restamp-elf"; do
+	expect_status 0 "$PBITMAP" add "$f"
+	expect_status 0 "$PBITMAP" set --pages 0-2 "$f"
+	expect_status 0 "$PBITMAP" set --pages 9 --plane 1 "$f"
+	expect_status 0 "$PBITMAP" add -g 6 "$f"
+	[[ $(field "$f" nr_planes) == 6 ]] || fail "$f: add -g 6 did not give 6 generations"
+	expect_age "$f" 0 "0-2" "re-stamp -g 6"
+	expect_age "$f" 1 "0-2,9" "re-stamp -g 6"
+	expect_age "$f" 3 "0-2" "re-stamp -g 6"
+	expect_age "$f" 4 "" "re-stamp -g 6"
+	expect_status 0 "$PBITMAP" add --page-shift 13 "$f"
+	[[ $(field "$f" page_shift) == 13 ]] || fail "$f: --page-shift 13 not applied"
+	expect_age "$f" 0 "0-1" "re-stamp --page-shift 13"
+	expect_age "$f" 1 "0-1,4" "re-stamp --page-shift 13"
+	# Back to 4 KiB: each 8 KiB granule covers two pages, both marked.
+	expect_status 0 "$PBITMAP" add --page-shift 12 "$f"
+	expect_age "$f" 0 "0-3" "re-stamp --page-shift 12 after 13"
+	expect_age "$f" 1 "0-3,8-9" "re-stamp --page-shift 12 after 13"
+	expect_status 0 "$PBITMAP" add -g 2 --page-shift 12 "$f"
+	expect_age "$f" 0 "0-3" "re-stamp -g 2"
+	expect_age "$f" 1 "0-3,8-9" "re-stamp -g 2"
+	expect_status 0 "$PBITMAP" verify "$f"
+	expect_status 0 "$PBITMAP" strip "$f"
+done
+assert_cmp "$d/restamp-elf" "$d/e.orig"
+pass "re-stamp (-g 6, --page-shift 13, --page-shift 12, -g 2) keeps the learned generations, ELF and data"
 
 # No user xattrs on this filesystem: a clear error, nothing changed.
 head -c 100000 /dev/urandom >"$d/ramfs/data"
