@@ -23,6 +23,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <gelf.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -470,6 +471,26 @@ static void find_torn_tail(struct pb_file *f, struct pb_elf *e)
 	}
 }
 
+/*
+ * libelf declined a file that starts with the ELF magic.  Say why in terms
+ * of the identification bytes, which are all that is known at this point.
+ */
+static int why_unreadable(struct pb_file *f, const char *libelf_msg)
+{
+	unsigned char ident[EI_NIDENT];
+	uint64_t size = (uint64_t)f->st.st_size;
+
+	if (size < EI_NIDENT || pread_full(f->fd, ident, EI_NIDENT, 0))
+		return reject(f, "truncated ELF identification (%" PRIu64 " bytes)", size);
+	if (ident[EI_CLASS] != ELFCLASS32 && ident[EI_CLASS] != ELFCLASS64)
+		return reject(f, "unknown ELF class %d (EI_CLASS must be 1 or 2)", ident[EI_CLASS]);
+	if (ident[EI_DATA] != ELFDATA2LSB && ident[EI_DATA] != ELFDATA2MSB)
+		return reject(f, "unknown ELF data encoding %d", ident[EI_DATA]);
+	if (size < (ident[EI_CLASS] == ELFCLASS64 ? sizeof(Elf64_Ehdr) : sizeof(Elf32_Ehdr)))
+		return reject(f, "truncated ELF header (%" PRIu64 " bytes)", size);
+	return reject(f, "damaged ELF file (libelf: %s)", libelf_msg ? libelf_msg : "unknown error");
+}
+
 int pb_elf_inspect(struct pb_file *f)
 {
 	struct pb_elf *e;
@@ -478,17 +499,17 @@ int pb_elf_inspect(struct pb_file *f)
 
 	elf = begin(f);
 	if (!elf || elf_kind(elf) != ELF_K_ELF) {
+		const char *err = elf_errmsg(-1);
 		unsigned char magic[SELFMAG];
 		bool looks_elf = pread_full(f->fd, magic, SELFMAG, 0) == 0 &&
 				 memcmp(magic, ELFMAG, SELFMAG) == 0;
 
 		if (elf)
 			elf_end(elf);
-		if (looks_elf) {
-			f->kind = PB_KIND_ELF;
-			return elf_fail(f, "damaged ELF file (unreadable by libelf)");
-		}
-		return PB_NONE;
+		if (!looks_elf)
+			return PB_NONE;
+		f->kind = PB_KIND_ELF;
+		return why_unreadable(f, err);
 	}
 	e = calloc(1, sizeof(*e));
 	if (!e) {
@@ -747,6 +768,8 @@ int pb_elf_stamp(struct pb_file *f, const struct pb_params *p)
 	if (pb_record_init(&r, e->file_size, p->page_shift, p->nr_planes,
 			   p->threshold, p->flags))
 		return pb_error_errno(f->path, "cannot make a record of this geometry");
+	if (p->carry)
+		pb_record_carry(&r, p->carry);
 	elf = begin(f);
 	if (!elf) {
 		pb_record_free(&r);

@@ -1063,12 +1063,23 @@ static const struct verb verbs[] = {
 	{ "run", pb_cmd_run },
 };
 
+static const struct verb *find_verb(const char *name)
+{
+	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++)
+		if (!strcmp(name, verbs[i].name))
+			return &verbs[i];
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
 	const char *name = argc > 1 ? argv[1] : NULL;
+	const struct verb *verb;
 
 	if (!name)
 		return usage_error("no VERB given");
+	if (!strcmp(name, "help") && argc > 2 && !find_verb(argv[2]))
+		return usage_error("help: unknown verb '%s'", argv[2]);
 	if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
 		fputs(usage_text, stdout);
 		return PB_EXIT_OK;
@@ -1078,16 +1089,14 @@ int main(int argc, char **argv)
 		       PBITMAP_VERSION);
 		return PB_EXIT_OK;
 	}
-	for (size_t i = 0; i < sizeof(verbs) / sizeof(verbs[0]); i++) {
-		if (strcmp(name, verbs[i].name))
-			continue;
-		/* Only right after the verb: "record -- CMD -h" is CMD's option. */
-		if (argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))) {
-			fputs(usage_text, stdout);
-			return PB_EXIT_OK;
-		}
-		optind = 1;
-		return verbs[i].run(argc - 1, argv + 1);
+	verb = find_verb(name);
+	if (!verb)
+		return usage_error("unknown verb '%s'", name);
+	/* Only right after the verb: "record -- CMD -h" is CMD's option. */
+	if (argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))) {
+		fputs(usage_text, stdout);
+		return PB_EXIT_OK;
 	}
-	return usage_error("unknown verb '%s'", name);
+	optind = 1;
+	return verb->run(argc - 1, argv + 1);
 }

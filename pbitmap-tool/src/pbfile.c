@@ -288,32 +288,6 @@ static int stamp_fresh(struct pb_file *f, struct pb_params *p)
 	return ret;
 }
 
-/* Copy the learned generations of @old into the (empty) record of @f. */
-static void carry_planes(struct pb_file *f, const struct pb_record *old)
-{
-	const struct pbitmap_header *oh = pb_hdr(old);
-	struct pbitmap_header *nh = pb_hdr(&f->rec);
-	unsigned int gens = oh->nr_planes < nh->nr_planes ? oh->nr_planes : nh->nr_planes;
-	uint64_t old_pages = pb_nr_pages(old), new_pages = pb_nr_pages(&f->rec);
-
-	for (unsigned int age = 0; age < gens; age++) {
-		/* Oldest first, so that the newest ends up at age 0. */
-		unsigned int a = gens - 1 - age;
-		const unsigned char *src = pb_plane(old, a);
-		unsigned char *dst = pb_plane(&f->rec, a);
-
-		for (uint64_t n = 0; n < old_pages; n++) {
-			uint64_t byte = n << oh->page_shift, m = byte >> nh->page_shift;
-
-			if (pb_test_bit(src, n) && m < new_pages)
-				pb_set_bit(dst, m);
-		}
-	}
-	nh->runs = oh->runs;
-	nh->last_update = oh->last_update;
-	pb_record_seal(&f->rec);
-}
-
 /* Change what fits in place (threshold, flags); else re-stamp. */
 static int restamp(struct pb_file *f, struct pb_params *p)
 {
@@ -341,19 +315,16 @@ static int restamp(struct pb_file *f, struct pb_params *p)
 		ret = 0;
 	}
 	p->flags &= ~PBITMAP_F_XATTR;
+	p->carry = &old;
 	if (!ret)
 		ret = stamp_fresh(f, p);
-	if (!ret) {
-		carry_planes(f, &old);
-		ret = pb_save(f);
-	}
 	pb_record_free(&old);
 	return ret;
 }
 
 /*
- * What the user did not ask to change stays as the existing record has it;
- * a data file's granule follows its generations (it must fit the xattr).
+ * What the user did not ask to change stays as the existing record has it,
+ * except a data file's granule when more generations no longer fit.
  */
 static void inherit_params(const struct pb_file *f, const struct pb_params *given,
 			   struct pb_params *p)
@@ -367,10 +338,18 @@ static void inherit_params(const struct pb_file *f, const struct pb_params *give
 		p->threshold = h->threshold <= p->nr_planes ? h->threshold : p->nr_planes;
 	if (!given->set_flags)
 		p->flags = le32toh(h->flags) & ~PBITMAP_F_XATTR;
-	if (!given->page_shift && (f->kind == PB_KIND_ELF || p->nr_planes == h->nr_planes))
+	if (!given->page_shift)
 		p->page_shift = h->page_shift;
-	if (f->kind == PB_KIND_DATA)
+	if (f->kind == PB_KIND_DATA) {
+		/* More generations may need a coarser granule to fit the xattr. */
+		unsigned int fit = pb_xattr_page_shift((uint64_t)f->st.st_size, p->nr_planes,
+						       p->xattr_max ? p->xattr_max :
+						       PB_XATTR_MAX_DEFAULT);
+
+		if (!given->page_shift && fit > p->page_shift)
+			p->page_shift = fit;
 		p->flags |= PBITMAP_F_XATTR;
+	}
 }
 
 int pb_stamp(struct pb_file *f, const struct pb_params *params)

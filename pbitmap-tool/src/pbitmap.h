@@ -73,6 +73,7 @@ struct pb_params {
 	uint32_t flags;			/* PBITMAP_F_NO_LEARN */
 	bool set_flags;			/* flags given: change them on a stamped file */
 	size_t xattr_max;		/* 0: default PB_XATTR_MAX_DEFAULT */
+	const struct pb_record *carry;	/* generations to carry into the new record */
 };
 
 #define PB_DEFAULT_PLANES	4
@@ -131,6 +132,12 @@ uint64_t pb_count_bits(const unsigned char *plane, uint64_t nr_pages);
  * plane is dropped, runs++, last_update = @now.  Seals the record.
  */
 void pb_shift_in(struct pb_record *r, const unsigned char *observed, time_t now);
+/*
+ * Copy the generations of @src into the empty record @dst (the newest ones,
+ * as many as @dst keeps), mapping granules across granule sizes: a new
+ * granule is set when any old granule overlapping it was.  Seals @dst.
+ */
+void pb_record_carry(struct pb_record *dst, const struct pb_record *src);
 /* Bitmap (plane-sized, caller-allocated) of granules set in >= threshold planes. */
 void pb_effective(const struct pb_record *r, unsigned char *out);
 /*

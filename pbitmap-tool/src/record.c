@@ -229,6 +229,32 @@ void pb_shift_in(struct pb_record *r, const unsigned char *observed, time_t now)
 	pb_record_seal(r);
 }
 
+void pb_record_carry(struct pb_record *dst, const struct pb_record *src)
+{
+	const struct pbitmap_header *sh = pb_hdr(src);
+	struct pbitmap_header *dh = pb_hdr(dst);
+	unsigned int gens = sh->nr_planes < dh->nr_planes ? sh->nr_planes : dh->nr_planes;
+	uint64_t src_pages = pb_nr_pages(src), dst_pages = pb_nr_pages(dst);
+
+	for (unsigned int age = 0; age < gens; age++) {
+		const unsigned char *from = pb_plane(src, age);
+		unsigned char *to = pb_plane(dst, age);
+		uint64_t first, count, n = 0;
+
+		while (pb_next_run(from, src_pages, n, &first, &count)) {
+			uint64_t lo = (first << sh->page_shift) >> dh->page_shift;
+			uint64_t hi = (((first + count) << sh->page_shift) - 1) >> dh->page_shift;
+
+			for (uint64_t m = lo; m <= hi && m < dst_pages; m++)
+				pb_set_bit(to, m);
+			n = first + count;
+		}
+	}
+	dh->runs = sh->runs;
+	dh->last_update = sh->last_update;
+	pb_record_seal(dst);
+}
+
 void pb_effective(const struct pb_record *r, unsigned char *out)
 {
 	const struct pbitmap_header *h = pb_hdr(r);

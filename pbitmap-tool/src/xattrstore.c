@@ -159,6 +159,8 @@ int pb_xattr_stamp(struct pb_file *f, const struct pb_params *p)
 	if (pb_record_init(&r, size, shift, p->nr_planes, p->threshold,
 			   p->flags | PBITMAP_F_XATTR))
 		return pb_error_errno(f->path, "cannot make a record of this geometry");
+	if (p->carry)
+		pb_record_carry(&r, p->carry);
 	if (!fits(r.size, xattr_max)) {
 		pb_record_free(&r);
 		return pb_error(f->path, "a granule of 2^%u bytes gives a %zu-byte record, "

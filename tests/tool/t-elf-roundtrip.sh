@@ -83,7 +83,11 @@ roundtrip() {
 		fail "$name: .pbitmap type is not SHT_LOUSER+0xe0f6b70: $(grep '\.pbitmap' "$dir/sections")"
 	figures=$($ELFCHECK stamp "$orig" "$f") || fail "$name: layout check failed"
 
-	elflint_msgs "$f" >"$dir/lint.new"
+	# The one message every user-range section type draws from elfutils 0.188:
+	# elflint.c:3917 asks ebl_section_type_name() with a NULL buffer, which
+	# yields NULL for SHT_LOUSER..SHT_HIUSER.  Exactly this line is expected;
+	# any other new message fails.
+	elflint_msgs "$f" | grep -vxE "section \[ ?[0-9]+\] '\.pbitmap' has unsupported type $((0x8e0f6b70 - 0x100000000))" >"$dir/lint.new" || true
 	if [[ -n $(comm -13 "$dir/lint.orig" "$dir/lint.new") ]]; then
 		fail_later "$name: eu-elflint --gnu-ld reports new problems: $(comm -13 "$dir/lint.orig" "$dir/lint.new" | head -5)"
 	fi
