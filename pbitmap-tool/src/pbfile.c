@@ -377,36 +377,34 @@ int pb_stamp(struct pb_file *f, const struct pb_params *params)
 	return stamp_fresh(f, &p);
 }
 
-int pb_unstamp(struct pb_file *f)
+/* Write through @op, then put back what the write changed besides content. */
+static int keeping_meta(struct pb_file *f, int (*op)(struct pb_file *))
 {
 	struct pb_saved_meta m;
 	int ret;
 
-	if (f->kind == PB_KIND_DATA)
-		return pb_xattr_unstamp(f);
-	if (!pb_elf_is_stamped(f) && !f->interrupted)
-		return PB_NONE;
 	if (pb_meta_save(f, &m))
 		return PB_FAIL;
-	ret = pb_elf_unstamp(f);
+	ret = op(f);
 	if (pb_meta_restore(f, &m))
 		ret = PB_FAIL;
 	return ret;
 }
 
+int pb_unstamp(struct pb_file *f)
+{
+	if (f->kind == PB_KIND_DATA)
+		return pb_xattr_unstamp(f);
+	if (!pb_elf_is_stamped(f) && !f->interrupted)
+		return PB_NONE;
+	return keeping_meta(f, pb_elf_unstamp);
+}
+
 int pb_save(struct pb_file *f)
 {
-	struct pb_saved_meta m;
-	int ret;
-
 	if (f->kind == PB_KIND_DATA)
 		return pb_xattr_save(f);
-	if (pb_meta_save(f, &m))
-		return PB_FAIL;
-	ret = pb_elf_save(f);
-	if (pb_meta_restore(f, &m))
-		ret = PB_FAIL;
-	return ret;
+	return keeping_meta(f, pb_elf_save);
 }
 
 uint64_t pb_content_size(const struct pb_file *f)
