@@ -37,6 +37,11 @@ DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 
 .PHONY: all deps check check-tool demo fuzz install clean man
 
+# Each part keeps its own targets, packages (DEPS_ALL +=) and checks (CHECKS +=).
+CHECKS := check-tool
+-include kernel-patch/kernel.mk
+-include rpm-scripts/rpm.mk
+
 all: $(BUILD)/pbitmap
 
 $(BUILD)/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
@@ -67,7 +72,7 @@ deps:
 	apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends $$missing
 
 check: deps
-	$(MAKE) check-tool
+	$(MAKE) $(CHECKS)
 
 check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/fuzz/fuzz_parse
 	tests/run-tests tests/tool
