@@ -264,6 +264,9 @@ static int check_ehdr(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		return elf_fail(f, "truncated ELF header");
 	if (!gelf_getehdr(elf, h))
 		return libelf_fail(f, "unreadable ELF header");
+	/* --stdin: packages hold objects (.o, .ko) that nobody stamps. */
+	if (h->e_type != ET_EXEC && h->e_type != ET_DYN && (f->open_flags & PB_OPEN_QUIET))
+		return PB_NONE;
 	if (h->e_type == ET_REL)
 		return elf_fail(f, "relocatable object: pbitmap applies to executables and shared libraries");
 	if (h->e_type != ET_EXEC && h->e_type != ET_DYN)

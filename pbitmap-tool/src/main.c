@@ -15,8 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "pbitmap.h"
 
 #ifndef PBITMAP_VERSION_STRING
@@ -107,7 +105,8 @@ static const char usage_text[] =
 	"mapped data file are needed at start-up, and fetch them in one batch.\n"
 	"\n"
 	"  add [-g N] [-t T] [--page-shift S] [--no-learn|--learn] [--xattr-max B]\n"
-	"      [-L] [--stdin] FILE...     add an empty bitmap (idempotent)\n"
+	"      [-L] [--stdin [--summary]] FILE...\n"
+	"                                 add an empty bitmap (idempotent)\n"
 	"  strip [--stdin] FILE...        remove it; ELF files become byte-identical\n"
 	"  undo [-o OUT] FILE             write the original bytes to stdout or OUT\n"
 	"  digest [--algo A] FILE...      digest of the original bytes (default sha256)\n"
@@ -119,14 +118,17 @@ static const char usage_text[] =
 	"  record [--window SEC] -- CMD [ARG...]\n"
 	"                                 learn the pages CMD uses (by ptrace)\n"
 	"  prefetch [-v] FILE...          start reading the marked pages\n"
-	"  run [-v] -- CMD [ARG...]       prefetch CMD and its libraries, then exec it\n"
+	"  run [-v] -- CMD [ARG...]       prefetch CMD and its libraries, then exec it\n"	"  stamp [--root DIR] [--dbpath DIR] (--rpm PKG...|--rpm-all)\n"
+	"                                 add bitmaps to what rpm packages installed\n"
+	"  rpm-verify [--root DIR] [--dbpath DIR] (PKG...|-a)\n"
+	"                                 rpm -V, with stamped files checked as packaged\n"
 	"\n"
 	"Common options: -q quiet, -v verbose, -h help, --version.\n"
 	"Exit status: 0 done, 1 error (files left untouched), 2 usage,\n"
 	"3 some files skipped (busy, signed, immutable, read-only).\n"
 	"See pbitmap(1).\n";
 
-static int usage_error(const char *fmt, ...)
+int pb_usage_error(const char *fmt, ...)
 {
 	va_list ap;
 
@@ -202,11 +204,55 @@ static const struct option no_long_options[] = { { 0 } };
 
 /* ---- add, strip ------------------------------------------------------------ */
 
-struct file_set {		/* identities already handled in --stdin mode */
-	dev_t *dev;
-	ino_t *ino;
-	size_t n, cap;
+/*
+ * Identities (device, inode) already handled in --stdin mode.  A hash set
+ * with open addressing: a file trigger may list every file of a system.
+ */
+struct file_id {
+	dev_t dev;
+	ino_t ino;		/* 0: free slot */
 };
+
+struct file_set {
+	struct file_id *slot;
+	size_t n, cap;		/* cap: 0 or a power of two */
+};
+
+static bool file_set_add(struct file_set *s, dev_t dev, ino_t ino);
+
+static int file_set_grow(struct file_set *s)
+{
+	size_t old_cap = s->cap, cap = old_cap ? old_cap * 2 : 1024;
+	struct file_id *old = s->slot, *slot = calloc(cap, sizeof(*slot));
+
+	if (!slot)
+		return -1;
+	s->slot = slot;
+	s->cap = cap;
+	s->n = 0;
+	for (size_t i = 0; i < old_cap; i++)
+		if (old[i].ino)
+			file_set_add(s, old[i].dev, old[i].ino);
+	free(old);
+	return 0;
+}
+
+/* False if (dev, ino) was there already. */
+static bool file_set_add(struct file_set *s, dev_t dev, ino_t ino)
+{
+	uint64_t h = (uint64_t)ino * UINT64_C(0x9e3779b97f4a7c15) ^ (uint64_t)dev;
+	size_t i;
+
+	if (!ino || (2 * (s->n + 1) > s->cap && file_set_grow(s)))
+		return true;	/* rather handle a file twice than lose it */
+	for (i = (size_t)(h ^ (h >> 31)) & (s->cap - 1); s->slot[i].ino;
+	     i = (i + 1) & (s->cap - 1))
+		if (s->slot[i].dev == dev && s->slot[i].ino == ino)
+			return false;
+	s->slot[i] = (struct file_id){ dev, ino };
+	s->n++;
+	return true;
+}
 
 static bool file_set_insert(struct file_set *s, const char *path)
 {
@@ -214,76 +260,226 @@ static bool file_set_insert(struct file_set *s, const char *path)
 
 	if (lstat(path, &st))
 		return true;	/* let pb_open() report it */
-	for (size_t i = 0; i < s->n; i++)
-		if (s->dev[i] == st.st_dev && s->ino[i] == st.st_ino)
-			return false;
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? s->cap * 2 : 256;
-		dev_t *d = realloc(s->dev, cap * sizeof(*d));
-		ino_t *i;
-
-		if (!d)
-			return true;
-		s->dev = d;
-		i = realloc(s->ino, cap * sizeof(*i));
-		if (!i)
-			return true;
-		s->ino = i;
-		s->cap = cap;
-	}
-	s->dev[s->n] = st.st_dev;
-	s->ino[s->n++] = st.st_ino;
-	return true;
+	return file_set_add(s, st.st_dev, st.st_ino);
 }
 
 typedef int (*file_op)(const char *path, unsigned int flags, void *arg);
+
+/* Where the paths of a list come from, and which of them are taken. */
+struct line_source {
+	FILE *in;
+	const char *root;		/* prepended to every path, or NULL */
+	char *const *prefixes;		/* NULL: every path */
+};
+
+/* SIGTERM (as from timeout(1)), SIGINT, SIGHUP: stop after the current file. */
+static volatile sig_atomic_t stop_signal;
+
+static void on_stop_signal(int sig)
+{
+	stop_signal = sig;
+}
+
+static void catch_stop_signals(void)
+{
+	struct sigaction sa = { .sa_handler = on_stop_signal };	/* no SA_RESTART */
+
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+}
+
+static bool has_prefix(const char *path, char *const *prefixes)
+{
+	if (!prefixes)
+		return true;
+	for (; *prefixes; prefixes++)
+		if (!strncmp(path, *prefixes, strlen(*prefixes)))
+			return true;
+	return false;
+}
+
+/* @path below @root, in a buffer kept in *@buf; NULL when out of memory. */
+static const char *under_root(const char *root, const char *path, char **buf, size_t *cap)
+{
+	size_t need = strlen(root) + strlen(path) + 1;
+
+	if (need > *cap) {
+		char *p = realloc(*buf, need);
+
+		if (!p)
+			return NULL;
+		*buf = p;
+		*cap = need;
+	}
+	snprintf(*buf, *cap, "%s%s", root, path);
+	return *buf;
+}
+
+/*
+ * Run @op on each line of @src that names a new file.  The running pbitmap
+ * executable is passed over: it cannot be written while it runs.
+ */
+static int for_each_line(const struct line_source *src, unsigned int flags,
+			 file_op op, void *arg)
+{
+	struct tally t = { 0 };
+	struct file_set seen = { 0 };
+	struct stat self;
+	char *line = NULL, *full = NULL;
+	size_t cap = 0, full_cap = 0;
+	ssize_t len;
+
+	catch_stop_signals();
+	if (!stat("/proc/self/exe", &self))
+		file_set_add(&seen, self.st_dev, self.st_ino);
+	while (!stop_signal && (len = getline(&line, &cap, src->in)) > 0) {
+		const char *path = line;
+
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (len && src->prefixes && *line != '/') {	/* from rpm: "package X is not installed" */
+			tally_add(&t, pb_error(NULL, "rpm: %s", line));
+			continue;
+		}
+		if (!len || !has_prefix(line, src->prefixes))
+			continue;
+		if (src->root && !(path = under_root(src->root, line, &full, &full_cap))) {
+			tally_add(&t, pb_error_errno(line, "malloc"));
+			break;
+		}
+		if (!file_set_insert(&seen, path))
+			continue;
+		tally_add(&t, op(path, flags | PB_OPEN_QUIET | PB_OPEN_ELF_ONLY, arg));
+	}
+	if (stop_signal)
+		tally_add(&t, pb_error(NULL, "stopped by signal %d (%s): the rest of the list "
+				       "was not handled", (int)stop_signal, strsignal(stop_signal)));
+	else if (ferror(src->in))
+		tally_add(&t, pb_error_errno(NULL, "reading the list of files"));
+	free(line);
+	free(full);
+	free(seen.slot);
+	return tally_exit(&t);
+}
 
 /* Run @op on each FILE argument, or on each line of stdin with --stdin. */
 static int for_each_file(int argc, char **argv, bool from_stdin, unsigned int flags,
 			 file_op op, void *arg)
 {
+	struct line_source src = { .in = stdin };
 	struct tally t = { 0 };
 
 	if (!from_stdin) {
 		if (optind >= argc)
-			return usage_error("%s: no FILE given", argv[0]);
+			return pb_usage_error("%s: no FILE given", argv[0]);
 		for (int i = optind; i < argc; i++)
 			tally_add(&t, op(argv[i], flags, arg));
 		return tally_exit(&t);
 	}
 	if (optind < argc)
-		return usage_error("%s: --stdin takes no FILE arguments", argv[0]);
-
-	struct file_set seen = { 0 };
-	char *line = NULL;
-	size_t cap = 0;
-	ssize_t len;
-
-	while ((len = getline(&line, &cap, stdin)) > 0) {
-		if (line[len - 1] == '\n')
-			line[--len] = '\0';
-		if (!len || !file_set_insert(&seen, line))
-			continue;
-		tally_add(&t, op(line, flags | PB_OPEN_QUIET | PB_OPEN_ELF_ONLY, arg));
-	}
-	free(line);
-	free(seen.dev);
-	free(seen.ino);
-	return tally_exit(&t);
+		return pb_usage_error("%s: --stdin takes no FILE arguments", argv[0]);
+	return for_each_line(&src, flags, op, arg);
 }
 
-static int add_one(const char *path, unsigned int flags, void *arg)
+/* What add did, for --summary. */
+struct add_args {
+	struct pb_params p;
+	unsigned long stamped, already, skipped, errors, passed;
+};
+
+/* Nothing asked to change: add leaves a file that has a bitmap as it is. */
+static bool keeps_existing(const struct pb_params *p)
+{
+	return !p->nr_planes && !p->threshold && !p->page_shift && !p->set_flags;
+}
+
+static int count_add(struct add_args *a, int ret, bool stamped)
+{
+	switch (ret) {
+	case 0:
+		if (stamped)
+			a->stamped++;
+		else
+			a->already++;
+		return 0;
+	case PB_NONE:
+		a->passed++;
+		return 0;
+	case PB_SKIPPED:
+		a->skipped++;
+		return ret;
+	default:
+		a->errors++;
+		return ret;
+	}
+}
+
+static int stamp_one(const char *path, unsigned int flags, struct add_args *a)
 {
 	struct pb_file f;
+	bool had_record;
 	int ret = pb_open(&f, path, flags | PB_OPEN_WRITE);
 
 	if (ret)
-		return ret == PB_NONE ? 0 : ret;
-	ret = pb_stamp(&f, arg);
+		return count_add(a, ret, false);
+	had_record = f.has_record;
+	ret = pb_stamp(&f, &a->p);
 	if (!ret && pb_verbose)
 		pb_note(path, "stamped: %" PRIu64 " pages, %u generations",
 			pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
 	pb_close(&f);
+	return count_add(a, ret, !had_record);
+}
+
+/*
+ * A read-only look first: a file that keeps its bitmap needs no write
+ * access, so a stamped program stays "already stamped" while it runs.
+ */
+static int add_one(const char *path, unsigned int flags, void *arg)
+{
+	struct add_args *a = arg;
+	struct pb_file f;
+	int ret = pb_open(&f, path, flags);
+
+	if (ret)
+		return count_add(a, ret, false);
+	if (f.has_record && keeps_existing(&a->p)) {
+		if (pb_verbose)
+			pb_note(path, "already stamped");
+		pb_close(&f);
+		return count_add(a, 0, false);
+	}
+	pb_close(&f);
+	return stamp_one(path, flags, a);
+}
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static void print_summary(const struct add_args *a, const struct timespec *start)
+{
+	fprintf(stderr, "%s: %lu files stamped, %lu already stamped, %lu skipped, "
+		"%lu errors, %lu other paths passed over, in %.2f s\n", pb_progname,
+		a->stamped, a->already, a->skipped, a->errors, a->passed, seconds_since(start));
+}
+
+int pb_stamp_lines(FILE *in, const char *root, char *const *prefixes)
+{
+	struct line_source src = { in, root, prefixes };
+	struct add_args a = { 0 };
+	struct timespec start;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ret = for_each_line(&src, 0, add_one, &a);
+	print_summary(&a, &start);
 	return ret;
 }
 
@@ -316,56 +512,62 @@ static int cmd_add(int argc, char **argv)
 		{ "xattr-max", required_argument, NULL, 'X' },
 		{ "dereference", no_argument, NULL, 'L' },
 		{ "stdin", no_argument, NULL, 'I' },
+		{ "summary", no_argument, NULL, 'U' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
-	struct pb_params p = { 0 };
+	struct add_args a = { 0 };
+	struct timespec start;
+	bool summary = false;
 	unsigned int flags = 0;
 	bool from_stdin = false;
 	unsigned long long v;
 	uint64_t size;
 	const char *rest;
-	int c;
+	int c, ret;
 
 	while ((c = getopt_long(argc, argv, "g:t:Lqv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'g':
 			if (!parse_uint(optarg, PBITMAP_MAX_PLANES, &v) || !v)
-				return usage_error("--generations: expected 1..%d", PBITMAP_MAX_PLANES);
-			p.nr_planes = (unsigned int)v;
+				return pb_usage_error("--generations: expected 1..%d", PBITMAP_MAX_PLANES);
+			a.p.nr_planes = (unsigned int)v;
 			break;
 		case 't':
 			if (!parse_uint(optarg, PBITMAP_MAX_PLANES, &v) || !v)
-				return usage_error("--threshold: expected 1..%d", PBITMAP_MAX_PLANES);
-			p.threshold = (unsigned int)v;
+				return pb_usage_error("--threshold: expected 1..%d", PBITMAP_MAX_PLANES);
+			a.p.threshold = (unsigned int)v;
 			break;
 		case 'S':
 			if (!parse_uint(optarg, PBITMAP_MAX_PAGE_SHIFT, &v) ||
 			    v < PBITMAP_MIN_PAGE_SHIFT)
-				return usage_error("--page-shift: expected %d..%d",
+				return pb_usage_error("--page-shift: expected %d..%d",
 						   PBITMAP_MIN_PAGE_SHIFT, PBITMAP_MAX_PAGE_SHIFT);
-			p.page_shift = (unsigned int)v;
+			a.p.page_shift = (unsigned int)v;
 			break;
 		case 'N':
-			p.flags |= PBITMAP_F_NO_LEARN;
-			p.set_flags = true;
+			a.p.flags |= PBITMAP_F_NO_LEARN;
+			a.p.set_flags = true;
 			break;
 		case 'E':
-			p.flags &= ~PBITMAP_F_NO_LEARN;
-			p.set_flags = true;
+			a.p.flags &= ~PBITMAP_F_NO_LEARN;
+			a.p.set_flags = true;
 			break;
 		case 'X':
 			if (!parse_size(optarg, &rest, &size) || *rest || size < 256 ||
 			    size > 65536)
-				return usage_error("--xattr-max: expected 256..65536 bytes");
-			p.xattr_max = size;
+				return pb_usage_error("--xattr-max: expected 256..65536 bytes");
+			a.p.xattr_max = size;
 			break;
 		case 'L':
 			flags |= PB_OPEN_FOLLOW;
 			break;
 		case 'I':
 			from_stdin = true;
+			break;
+		case 'U':
+			summary = true;
 			break;
 		case 'q':
 			pb_quiet = 1;
@@ -374,13 +576,17 @@ static int cmd_add(int argc, char **argv)
 			pb_verbose = 1;
 			break;
 		default:
-			return usage_error("add: unknown option");
+			return pb_usage_error("add: unknown option");
 		}
 	}
-	if (p.threshold && p.nr_planes && p.threshold > p.nr_planes)
-		return usage_error("--threshold %u exceeds --generations %u",
-				   p.threshold, p.nr_planes);
-	return for_each_file(argc, argv, from_stdin, flags, add_one, &p);
+	if (a.p.threshold && a.p.nr_planes && a.p.threshold > a.p.nr_planes)
+		return pb_usage_error("--threshold %u exceeds --generations %u",
+				   a.p.threshold, a.p.nr_planes);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ret = for_each_file(argc, argv, from_stdin, flags, add_one, &a);
+	if (summary && ret != PB_EXIT_USAGE)
+		print_summary(&a, &start);
+	return ret;
 }
 
 static int cmd_strip(int argc, char **argv)
@@ -402,7 +608,7 @@ static int cmd_strip(int argc, char **argv)
 		case 'I': from_stdin = true; break;
 		case 'q': pb_quiet = 1; break;
 		case 'v': pb_verbose = 1; break;
-		default: return usage_error("strip: unknown option");
+		default: return pb_usage_error("strip: unknown option");
 		}
 	}
 	return for_each_file(argc, argv, from_stdin, flags, strip_one, NULL);
@@ -430,13 +636,13 @@ static int cmd_undo(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
 		if (c != 'o')
-			return usage_error("undo: unknown option");
+			return pb_usage_error("undo: unknown option");
 		output = optarg;
 	}
 	if (optind + 1 != argc)
-		return usage_error("undo: exactly one FILE expected");
+		return pb_usage_error("undo: exactly one FILE expected");
 	if (!output && isatty(STDOUT_FILENO))
-		return usage_error("undo: refusing to write binary data to a terminal; "
+		return pb_usage_error("undo: refusing to write binary data to a terminal; "
 				   "redirect stdout or use -o");
 	if (pb_open(&f, argv[optind], PB_OPEN_FOLLOW))
 		return PB_EXIT_FAIL;
@@ -459,39 +665,19 @@ static int cmd_undo(int argc, char **argv)
 	return ret ? PB_EXIT_FAIL : PB_EXIT_OK;
 }
 
-static int digest_sink(void *ctx, const void *buf, size_t len)
-{
-	return !EVP_DigestUpdate(ctx, buf, len);
-}
-
 static int digest_one(const char *path, unsigned int flags, void *arg)
 {
-	const EVP_MD *md = arg;
-	unsigned char sum[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
-	EVP_MD_CTX *ctx = EVP_MD_CTX_new();
+	char hex[PB_DIGEST_HEX_MAX];
 	struct pb_file f;
-	int ret;
+	int ret = pb_open(&f, path, flags | PB_OPEN_FOLLOW);
 
-	if (!ctx)
-		return pb_error(path, "out of memory");
-	ret = pb_open(&f, path, flags | PB_OPEN_FOLLOW);
-	if (!ret) {
-		if (!EVP_DigestInit_ex(ctx, md, NULL))
-			ret = pb_error(path, "digest initialisation failed");
-		if (!ret)
-			ret = pb_read_original(&f, digest_sink, ctx);
-		if (!ret && !EVP_DigestFinal_ex(ctx, sum, &len))
-			ret = pb_error(path, "digest failed");
-		pb_close(&f);
-	}
-	EVP_MD_CTX_free(ctx);
 	if (ret)
 		return ret;
-	for (unsigned int i = 0; i < len; i++)
-		printf("%02x", sum[i]);
-	printf("  %s\n", path);
-	return 0;
+	ret = pb_digest_original(&f, arg, hex);
+	pb_close(&f);
+	if (!ret)
+		printf("%s  %s\n", hex, path);
+	return ret;
 }
 
 static int cmd_digest(int argc, char **argv)
@@ -504,21 +690,19 @@ static int cmd_digest(int argc, char **argv)
 		"md5", "sha1", "sha224", "sha256", "sha384", "sha512", NULL
 	};
 	const char *algo = "sha256";
-	const EVP_MD *md;
 	int c, ret;
 	bool known = false;
 
 	while ((c = getopt_long(argc, argv, "a:", opts, NULL)) != -1) {
 		if (c != 'a')
-			return usage_error("digest: unknown option");
+			return pb_usage_error("digest: unknown option");
 		algo = optarg;
 	}
 	for (int i = 0; algos[i]; i++)
 		known |= !strcmp(algo, algos[i]);
-	md = known ? EVP_get_digestbyname(algo) : NULL;
-	if (!md)
-		return usage_error("--algo: expected md5, sha1, sha224, sha256, sha384 or sha512");
-	ret = for_each_file(argc, argv, false, 0, digest_one, (void *)md);
+	if (!known)
+		return pb_usage_error("--algo: expected md5, sha1, sha224, sha256, sha384 or sha512");
+	ret = for_each_file(argc, argv, false, 0, digest_one, (void *)algo);
 	if (fflush(stdout))
 		return PB_EXIT_FAIL;
 	return ret;
@@ -730,7 +914,7 @@ static int cmd_show(int argc, char **argv)
 		else if (c == 'v')
 			pb_verbose = 1;
 		else
-			return usage_error("show: unknown option");
+			return pb_usage_error("show: unknown option");
 	}
 	if (a.json)
 		putchar('[');
@@ -771,7 +955,7 @@ static int cmd_verify(int argc, char **argv)
 
 	while ((c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
 		if (c != 'q')
-			return usage_error("verify: unknown option");
+			return pb_usage_error("verify: unknown option");
 		pb_quiet = 1;
 	}
 	return for_each_file(argc, argv, false, 0, verify_one, NULL);
@@ -935,7 +1119,7 @@ static int cmd_edit(int argc, char **argv, bool set)
 		case 'r':
 			if (!parse_list(&a, optarg, c == 'r')) {
 				free(a.ranges);
-				return usage_error(c == 'p' ?
+				return pb_usage_error(c == 'p' ?
 					"--pages: expected N,N-M,... (page numbers)" :
 					"--ranges: expected START-END,START+LEN,... (bytes, K/M/G suffixes)");
 			}
@@ -943,7 +1127,7 @@ static int cmd_edit(int argc, char **argv, bool set)
 		case 'P':
 			if (!parse_uint(optarg, PBITMAP_MAX_PLANES - 1, &v)) {
 				free(a.ranges);
-				return usage_error("--plane: expected an age, 0 (newest) to %d",
+				return pb_usage_error("--plane: expected an age, 0 (newest) to %d",
 						   PBITMAP_MAX_PLANES - 1);
 			}
 			a.plane = (int)v;
@@ -956,15 +1140,15 @@ static int cmd_edit(int argc, char **argv, bool set)
 			break;
 		default:
 			free(a.ranges);
-			return usage_error("%s: unknown option", argv[0]);
+			return pb_usage_error("%s: unknown option", argv[0]);
 		}
 	}
 	if (a.all && set) {
 		free(a.ranges);
-		return usage_error("set: --all is only for clear");
+		return pb_usage_error("set: --all is only for clear");
 	}
 	if (!a.n && !a.all)
-		return usage_error("%s: give --pages or --ranges%s", argv[0], set ? "" : " or --all");
+		return pb_usage_error("%s: give --pages or --ranges%s", argv[0], set ? "" : " or --all");
 	ret = for_each_file(argc, argv, false, flags, edit_one, &a);
 	free(a.ranges);
 	return ret;
@@ -987,9 +1171,9 @@ static int cmd_merge(int argc, char **argv)
 	int ret;
 
 	if (getopt_long(argc, argv, "", no_long_options, NULL) != -1)
-		return usage_error("merge: unknown option");
+		return pb_usage_error("merge: unknown option");
 	if (argc - optind < 2)
-		return usage_error("merge: DEST and at least one SRC expected");
+		return pb_usage_error("merge: DEST and at least one SRC expected");
 	ret = pb_open(&dest, argv[optind], PB_OPEN_WRITE);
 	if (ret)
 		return ret == PB_SKIPPED ? PB_EXIT_SKIPPED : PB_EXIT_FAIL;
@@ -1061,6 +1245,8 @@ static const struct verb verbs[] = {
 	{ "record", pb_cmd_record },
 	{ "prefetch", pb_cmd_prefetch },
 	{ "run", pb_cmd_run },
+	{ "stamp", pb_cmd_stamp },
+	{ "rpm-verify", pb_cmd_rpm_verify },
 };
 
 static const struct verb *find_verb(const char *name)
@@ -1077,9 +1263,9 @@ int main(int argc, char **argv)
 	const struct verb *verb;
 
 	if (!name)
-		return usage_error("no VERB given");
+		return pb_usage_error("no VERB given");
 	if (!strcmp(name, "help") && argc > 2 && !find_verb(argv[2]))
-		return usage_error("help: unknown verb '%s'", argv[2]);
+		return pb_usage_error("help: unknown verb '%s'", argv[2]);
 	if (!strcmp(name, "-h") || !strcmp(name, "--help") || !strcmp(name, "help")) {
 		fputs(usage_text, stdout);
 		return PB_EXIT_OK;
@@ -1091,7 +1277,7 @@ int main(int argc, char **argv)
 	}
 	verb = find_verb(name);
 	if (!verb)
-		return usage_error("unknown verb '%s'", name);
+		return pb_usage_error("unknown verb '%s'", name);
 	/* Only right after the verb: "record -- CMD -h" is CMD's option. */
 	if (argc > 2 && (!strcmp(argv[2], "-h") || !strcmp(argv[2], "--help"))) {
 		fputs(usage_text, stdout);

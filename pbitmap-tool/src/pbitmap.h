@@ -8,6 +8,7 @@
  *   pbfile.c   opening files safely, policy checks, metadata preservation
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`
+ *   rpm.c      `pbitmap stamp` and `pbitmap rpm-verify`: rpm packages
  *   main.c     command line
  */
 #ifndef PBITMAP_H
@@ -16,6 +17,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -55,6 +57,10 @@ int pb_skip(const char *path, const char *fmt, ...)
 /* Informational, suppressed by -q. */
 void pb_note(const char *path, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
+
+/* "pbitmap: message" and a hint at --help on stderr.  Returns PB_EXIT_USAGE. */
+int pb_usage_error(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2)));
 
 /* Failure injection for the crash-safety tests (PBITMAP_FAULT=STEP). */
 void pb_fault_point(const char *step);
@@ -158,7 +164,8 @@ enum pb_kind {
 /* Flags of pb_open(). */
 #define PB_OPEN_WRITE	(1u << 0)	/* will modify: policy checks, O_RDWR */
 #define PB_OPEN_FOLLOW	(1u << 1)	/* accept a symlink and use its target */
-#define PB_OPEN_QUIET	(1u << 2)	/* --stdin: skip dirs, symlinks, non-ELF silently */
+#define PB_OPEN_QUIET	(1u << 2)	/* --stdin: skip dirs, symlinks, non-ELF, and
+					 * ELF files other than EXEC/DYN silently */
 #define PB_OPEN_ELF_ONLY (1u << 3)	/* refuse (PB_NONE) anything but ELF */
 #define PB_OPEN_PROBE	(1u << 4)	/* only looking for a bitmap: an ELF file that
 					 * could not carry one is PB_NONE, silently */
@@ -205,6 +212,13 @@ uint64_t pb_content_size(const struct pb_file *f);
 int pb_read_original(struct pb_file *f,
 		     int (*sink)(void *ctx, const void *buf, size_t len),
 		     void *ctx);
+/*
+ * Lowercase hex digest of the original bytes (as pb_read_original() gives
+ * them), with @algo an OpenSSL digest name (md5, sha1, sha224, sha256,
+ * sha384, sha512).  @hex holds PB_DIGEST_HEX_MAX bytes.  0 or PB_FAIL.
+ */
+#define PB_DIGEST_HEX_MAX	(2 * 64 + 1)
+int pb_digest_original(struct pb_file *f, const char *algo, char *hex);
 
 /* Metadata to keep across a modification (pbfile.c). */
 struct pb_saved_meta {
@@ -251,6 +265,22 @@ unsigned int pb_xattr_page_shift(uint64_t content_size, unsigned int nr_planes,
 const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r);
 
 /* ---- learning and prefetching (learn.c, prefetch.c) -------------------- */
+
+/*
+ * `add --stdin --summary` with default parameters on the lines of @in, each
+ * taken only if it starts with one of @prefixes (NULL: all) and looked up
+ * below @root (NULL: /).  With @prefixes, a line that is not an absolute
+ * path is a message from rpm and reported as an error.  Prints the summary
+ * line; returns an exit code (PB_EXIT_*).  main.c.
+ */
+int pb_stamp_lines(FILE *in, const char *root, char *const *prefixes);
+
+/* ---- rpm (rpm.c) ------------------------------------------------------- */
+
+/* `pbitmap stamp --rpm PKG... | --rpm-all` */
+int pb_cmd_stamp(int argc, char **argv);
+/* `pbitmap rpm-verify [PKG...|-a]` */
+int pb_cmd_rpm_verify(int argc, char **argv);
 
 int pb_cmd_record(int argc, char **argv);
 int pb_cmd_prefetch(int argc, char **argv);
