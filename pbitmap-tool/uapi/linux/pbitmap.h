@@ -2,9 +2,9 @@
 /*
  * pbitmap: the on-disk predictive page bitmap.
  *
- * This header is the single definition of the format.  The user-space
- * tool (pbitmap-tool/) and the kernel (include/uapi/linux/pbitmap.h in
- * kernel-patch/) use it verbatim; docs/FORMAT.md explains every field.
+ * This header is the single definition of the format: the user-space
+ * pbitmap tool and the kernel build with the same file, byte for byte.
+ * The tool's docs/FORMAT.md explains every field.
  *
  * A record is a struct pbitmap_header followed by nr_planes bit-planes of
  * plane_size bytes each.  Every multi-byte field is little-endian.  Bit

@@ -1,0 +1,94 @@
+# kernel-patch/kernel.mk: the kernel test bed (issue 3, section 1).
+# Included by the top Makefile; paths are relative to the repository root.
+#
+#   make kernel [KASAN=1]     patched 6.1 kernel -> build/kbuild[-kasan]/arch/x86/boot/bzImage
+#   make kernel-patch-check   series format, checkpatch --strict, UAPI header identity
+#   make image                build/guest.img, the Debian bookworm guest (ext4)
+#   make vm-run CMD='...'     boot the guest, run CMD as root, its output and exit status
+#   make vm-check             boot the guest and run kernel-patch/tests/t-*.sh
+#
+# Variables: KASAN=1 (use the KASAN kernel), IOPS (disk throttle, default
+# 150), VM_TIMEOUT (seconds, default 1800), VM_MEM (default 2G).
+
+DEPS_KERNEL := linux-source-6.1 bc flex bison libssl-dev libelf-dev dwarves \
+	       ccache quilt rsync mmdebstrap qemu-system-x86 e2fsprogs
+DEPS_ALL += $(DEPS_KERNEL)
+
+KP_DIR     := kernel-patch
+KSRC       := $(BUILD)/linux-src
+KSRC_STAMP := $(BUILD)/linux-src.stamp
+KPATCHES   := $(KP_DIR)/BASE $(KP_DIR)/series \
+	      $(addprefix $(KP_DIR)/,$(shell sed -e 's/\#.*//' $(KP_DIR)/series 2>/dev/null))
+KFRAGS     := $(KP_DIR)/config.fragment
+ifeq ($(KASAN),1)
+KOUT       := $(BUILD)/kbuild-kasan
+KFRAGS     += $(KP_DIR)/config-kasan.fragment
+else
+KOUT       := $(BUILD)/kbuild
+endif
+KJOBS      ?= 2
+KCCACHE    := $(abspath $(BUILD)/ccache)
+KMAKE      = CCACHE_DIR=$(KCCACHE) $(MAKE) -C $(KSRC) O=$(abspath $(KOUT)) \
+	     CC="ccache gcc" HOSTCC="ccache gcc"
+BZIMAGE    := $(KOUT)/arch/x86/boot/bzImage
+GUEST_IMG  := $(BUILD)/guest.img
+
+.PHONY: kernel kernel-patch-check kernel-tree kernel-base-check image vm-run vm-check
+
+# The installed linux-source must be the version the series was made against.
+# Checked on every run: the package can change without any file here changing.
+kernel-base-check: deps
+	@read -r pkg want < $(KP_DIR)/BASE; \
+	have=$$(dpkg-query -W -f='$${Version}' $$pkg 2>/dev/null); \
+	if [ "$$have" != "$$want" ]; then \
+		echo "kernel: ERROR: kernel-patch/BASE says $$pkg $$want, installed: $${have:-none}." >&2; \
+		echo "kernel: rebase the series and update kernel-patch/BASE, or install $$pkg=$$want." >&2; \
+		exit 1; \
+	fi
+
+# Fresh extraction + quilt push -a whenever BASE, the series or a patch changes.
+$(KSRC_STAMP): $(KPATCHES) $(KP_DIR)/scripts/prepare-tree | kernel-base-check
+	@mkdir -p $(BUILD)
+	$(KP_DIR)/scripts/prepare-tree $(KSRC)
+	@touch $@
+
+kernel-tree: kernel-base-check $(KSRC_STAMP)
+
+kernel-patch-check: kernel-tree
+	$(KP_DIR)/scripts/check-patches $(KSRC)
+
+# tinyconfig + the fragment(s), then olddefconfig, then prove nothing was lost.
+$(KOUT)/.config: $(KFRAGS) $(KSRC_STAMP) $(KP_DIR)/scripts/check-config
+	@mkdir -p $(KOUT)
+	$(KMAKE) -s tinyconfig
+	cd $(KSRC) && scripts/kconfig/merge_config.sh -m -O $(abspath $(KOUT)) \
+		$(abspath $(KOUT))/.config $(abspath $(KFRAGS)) >/dev/null
+	$(KMAKE) -s olddefconfig
+	$(KP_DIR)/scripts/check-config $@ $(KFRAGS)
+
+# kbuild decides what to rebuild; this recipe always runs it.
+kernel: kernel-base-check kernel-patch-check $(KOUT)/.config
+	@mkdir -p $(KCCACHE)
+	$(KMAKE) -j$(KJOBS) all
+	@echo "kernel: $(BZIMAGE) ($$($(KMAKE) -s kernelrelease))"
+
+# ---------------------------------------------------------------- guest image
+$(GUEST_IMG): $(KP_DIR)/scripts/make-image $(BUILD)/pbitmap | deps
+	$(KP_DIR)/scripts/make-image $(BUILD)/pbitmap $@
+
+image: $(GUEST_IMG)
+
+# ---------------------------------------------------------------- VM runner
+VM := $(KP_DIR)/scripts/vm
+VM_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
+
+vm-run:
+	@test -n "$(CMD)" || { echo "usage: make vm-run CMD='...'" >&2; exit 2; }
+	@test -f $(BZIMAGE) || { echo "vm-run: no $(BZIMAGE): run make kernel$(if $(KASAN), KASAN=$(KASAN))" >&2; exit 1; }
+	@test -f $(GUEST_IMG) || { echo "vm-run: no $(GUEST_IMG): run make image" >&2; exit 1; }
+	@$(VM_ENV) $(VM) --cmd "$$CMD"
+
+vm-check:
+	@test -f $(BZIMAGE) || { echo "vm-check: no $(BZIMAGE): run make kernel$(if $(KASAN), KASAN=$(KASAN))" >&2; exit 1; }
+	@test -f $(GUEST_IMG) || { echo "vm-check: no $(GUEST_IMG): run make image" >&2; exit 1; }
+	$(VM_ENV) $(VM) --tests $(KP_DIR)/tests
