@@ -51,8 +51,9 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(LIBS)
 
-# The fuzz target links every module except main.c.
-FUZZ_SRCS := $(filter-out $(TOOL_DIR)/src/main.c,$(SRCS)) $(TOOL_DIR)/fuzz/fuzz_parse.c
+# The fuzz target links every module except the command-line ones (main.c, rpm.c).
+FUZZ_SRCS := $(filter-out $(TOOL_DIR)/src/main.c $(TOOL_DIR)/src/rpm.c,$(SRCS)) \
+	     $(TOOL_DIR)/fuzz/fuzz_parse.c
 $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz
 	clang $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined \

@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "pbitmap.h"
@@ -332,7 +333,10 @@ static int for_each_line(const struct line_source *src, unsigned int flags,
 	ssize_t len;
 
 	catch_stop_signals();
+	/* AT_EXECFN too: a chroot, as rpm's scriptlets run in, may lack /proc. */
 	if (!stat("/proc/self/exe", &self))
+		file_set_add(&seen, self.st_dev, self.st_ino);
+	if (getauxval(AT_EXECFN) && !stat((const char *)getauxval(AT_EXECFN), &self))
 		file_set_add(&seen, self.st_dev, self.st_ino);
 	while (!stop_signal && (len = getline(&line, &cap, src->in)) > 0) {
 		const char *path = line;

@@ -1,0 +1,58 @@
+#!/bin/bash
+# t-package: what `make rpm` built, and what rpm makes of it.
+#
+# The RPM holds /usr/bin/pbitmap (the tool, of VERSION), its manual page, the
+# macros file in %{_rpmconfigdir}/macros.d (a directory in this rpm's macro
+# path, so rpm reads it) and /etc/pbitmap.conf as %config(noreplace).  Its
+# file trigger is a transfiletriggerin on exactly the prefixes of
+# macros.pbitmap, each ending in "/"; the built-in list of rpm.c (used when
+# the macros file is absent) is the same list.  The installed macros file
+# defines %__pbitmap_prefixes for rpm.  A source RPM is built too.
+# Why: a package that installs the macros where rpm never looks, or a trigger
+# on other prefixes than the documented ones, would fail silently.
+
+source "$(dirname "$0")/../lib.sh"
+source "$(dirname "$0")/rpmlib.sh"
+
+version=$(cat "$TOP/pbitmap-tool/VERSION")
+macrodir=$(rpm --eval '%{_rpmconfigdir}')/macros.d
+list=$(rpm -qpl "$PB_RPM") || fail "rpm -qpl $PB_RPM"
+for f in /usr/bin/pbitmap /usr/share/man/man1/pbitmap.1 "$macrodir/macros.pbitmap" /etc/pbitmap.conf; do
+	grep -qx "$f\(\.gz\|\.bz2\|\.xz\|\.zst\)\?" <<<"$list" || fail "$f not in the RPM: $list"
+done
+[[ $(rpm -qp --qf '%{VERSION}' "$PB_RPM") == "$version" ]] || fail "RPM version is not $version"
+flags=$(rpm -qp --qf '[%{FILEFLAGS:fflags} %{FILENAMES}\n]' "$PB_RPM" | awk '$2 == "/etc/pbitmap.conf" { print $1 }')
+[[ $flags == cn ]] || fail "/etc/pbitmap.conf flags '$flags', expected cn (%config(noreplace))"
+rpm --showrc | grep -E '^Macro path: ' | grep -qF "$macrodir/macros.*" ||
+	fail "rpm does not read $macrodir/macros.*: $(rpm --showrc | grep -E '^Macro path')"
+ls "$TOP"/build/rpm/SRPMS/pbitmap-"$version"-1.src.rpm >/dev/null || fail "no source RPM"
+pass "contents: tool, man page, $macrodir/macros.pbitmap (in rpm's macro path), /etc/pbitmap.conf (cn)"
+
+prefixes=$(awk '$1 == "%__pbitmap_prefixes" { $1 = ""; print }' "$TOP/rpm-scripts/macros.pbitmap" |
+	tr ' ' '\n' | grep . | sort)
+[[ -n $prefixes ]] || fail "no %__pbitmap_prefixes in rpm-scripts/macros.pbitmap"
+[[ -z $(grep -v '/$' <<<"$prefixes") ]] || fail "a prefix without its trailing slash: $prefixes"
+trig=$(rpm -qp --filetriggers "$PB_RPM")
+[[ $(grep -c '^transfiletriggerin scriptlet' <<<"$trig") == 1 && $(grep -c 'scriptlet (using' <<<"$trig") == 1 ]] ||
+	fail "expected exactly one file trigger, a transfiletriggerin: $trig"
+got=$(grep '^transfiletriggerin' <<<"$trig" | sed 's/.* -- //' | tr -d ' ' | tr ',' '\n' | sort)
+[[ $got == "$prefixes" ]] || fail "trigger prefixes
+$got
+differ from macros.pbitmap
+$prefixes"
+builtin=$(sed -n '/default_prefixes\[\] = {/,/};/p' "$TOP/pbitmap-tool/src/rpm.c" |
+	grep -o '"[^"]*"' | tr -d '"' | sort)
+[[ $builtin == "$prefixes" ]] || fail "rpm.c's built-in prefixes
+$builtin
+differ from macros.pbitmap
+$prefixes"
+pass "trigger: transfiletriggerin on $(tr '\n' ' ' <<<"$prefixes")(= macros.pbitmap = rpm.c's default)"
+
+d=$(tmpdir)
+(cd "$d" && rpm2cpio "$PB_RPM" | busybox cpio -idm 2>/dev/null) || fail "cannot unpack $PB_RPM"
+got=$("$d/usr/bin/pbitmap" --version) || fail "the packaged pbitmap does not run"
+[[ $got == "pbitmap $version "* ]] || fail "packaged pbitmap --version: $got"
+[[ $(rpm --load "$d$macrodir/macros.pbitmap" --eval '%{__pbitmap_prefixes}' | tr ' ' '\n' | grep . | sort) == "$prefixes" ]] ||
+	fail "rpm does not read %__pbitmap_prefixes from the packaged macros file"
+grep -qx 'PBITMAP_RESTAMP=yes' "$d/etc/pbitmap.conf" || fail "pbitmap.conf does not enable the trigger"
+pass "packaged tool: $got; macros file defines %__pbitmap_prefixes for rpm"
