@@ -32,5 +32,5 @@ $(RPM_TOP)/built: $(RPM_INPUTS)
 	@find $(RPM_TOP)/RPMS $(RPM_TOP)/SRPMS -name '*.rpm' | sort
 	touch $@
 
-rpm-check: $(RPM_TOP)/built $(BUILD)/asan/pbitmap
+rpm-check: $(RPM_TOP)/built $(BUILD)/pbitmap $(BUILD)/asan/pbitmap
 	tests/run-tests tests/rpm
