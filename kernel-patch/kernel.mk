@@ -82,13 +82,17 @@ image: $(GUEST_IMG)
 VM := $(KP_DIR)/scripts/vm
 VM_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
 
-vm-run:
-	@test -n "$(CMD)" || { echo "usage: make vm-run CMD='...'" >&2; exit 2; }
-	@test -f $(BZIMAGE) || { echo "vm-run: no $(BZIMAGE): run make kernel$(if $(KASAN), KASAN=$(KASAN))" >&2; exit 1; }
-	@test -f $(GUEST_IMG) || { echo "vm-run: no $(GUEST_IMG): run make image" >&2; exit 1; }
-	@$(VM_ENV) $(VM) --cmd "$$CMD"
+# CMD is used as typed: $(value CMD), single-quoted for the shell, so that
+# make expands none of its $ signs.  Make's own exit status is 0 or 2; the
+# runner prints the job's status, and scripts/vm --cmd exits with it exactly.
+unexport CMD
+VM_CMD_Q = '$(subst ','\'',$(value CMD))'
 
-vm-check:
-	@test -f $(BZIMAGE) || { echo "vm-check: no $(BZIMAGE): run make kernel$(if $(KASAN), KASAN=$(KASAN))" >&2; exit 1; }
-	@test -f $(GUEST_IMG) || { echo "vm-check: no $(GUEST_IMG): run make image" >&2; exit 1; }
+vm-run:
+	@test -n $(VM_CMD_Q) || { echo "usage: make vm-run CMD='...'" >&2; exit 2; }
+	@test -f $(BZIMAGE) -a -f $(GUEST_IMG) || $(MAKE) kernel image >&2
+	@$(VM_ENV) $(VM) --cmd $(VM_CMD_Q)
+
+# Builds what is out of date first (a no-op kernel build takes about 10 s).
+vm-check: kernel image
 	$(VM_ENV) $(VM) --tests $(KP_DIR)/tests
