@@ -108,9 +108,12 @@ static int rpm_finish(struct rpm_child *c)
 	int status;
 
 	fclose(c->out);
-	while (waitpid(c->pid, &status, 0) < 0)
-		if (errno != EINTR)
-			return pb_error_errno("rpm", "waitpid"), 128;
+	while (waitpid(c->pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			pb_error_errno("rpm", "waitpid");
+			return 128;
+		}
+	}
 	if (WIFSIGNALED(status))
 		return 128 + WTERMSIG(status);
 	return WEXITSTATUS(status);
