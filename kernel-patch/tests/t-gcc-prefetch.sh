@@ -20,7 +20,9 @@ compile() { "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o "$1"; }
 
 echo 0 >/proc/sys/vm/pbitmap_enabled
 pbitmap record -- "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o learned.s
-for f in gcc cc1 as; do
+# -S stops before the assembler: as is stamped as the issue asks, but only the
+# driver and cc1 run, so only they must have learned pages.
+for f in gcc cc1; do
 	pbitmap show --json "bin/$f" | python3 -c '
 import json, sys
 r = json.load(sys.stdin)[0]
