@@ -96,3 +96,9 @@ vm-run:
 # Builds what is out of date first (a no-op kernel build takes about 10 s).
 vm-check: kernel image
 	$(VM_ENV) $(VM) --tests $(KP_DIR)/tests
+
+# The issue's comparison: four workloads x four conditions, shuffled cold runs.
+# Not a test (nothing asserted); RUNS=N per pair (default 5).
+bench: kernel image
+	$(VM_ENV) $(VM) --job $(KP_DIR)/bench/coldstart.sh
+	@cat build/vm-results/output
