@@ -570,20 +570,33 @@ static int sync_or_fail(struct pb_file *f)
 	return 0;
 }
 
+/* File bytes of the ELF header as it was before stamping, from the undo data. */
+static int original_ehdr(struct pb_file *f, unsigned char *out, size_t *size)
+{
+	const struct pbitmap_header *h = &f->elf->undo;
+	Elf *elf = begin(f);
+	int ret = 0;
+
+	if (!elf)
+		return libelf_fail(f, "elf_begin");
+	if (ehdr_to_file(elf, f->elf->cls, le64toh(h->orig_shoff),
+			 le32toh(h->orig_shnum), le16toh(h->orig_shstrndx), out, size))
+		ret = libelf_fail(f, "cannot translate the ELF header");
+	elf_end(elf);
+	return ret;
+}
+
 /* Restore the original header fields, then cut the tail off. */
-static int remove_tail(struct pb_file *f, Elf *elf)
+static int remove_tail(struct pb_file *f)
 {
 	struct pb_elf *e = f->elf;
-	const struct pbitmap_header *h = &e->undo;
-	uint64_t content = le64toh(h->content_size);
+	uint64_t content = le64toh(e->undo.content_size);
 	unsigned char ehdr[sizeof(Elf64_Ehdr)];
 	size_t ehdr_size;
 
 	if (e->pb_index) {
-		if (ehdr_to_file(elf, e->cls, le64toh(h->orig_shoff),
-				 le32toh(h->orig_shnum), le16toh(h->orig_shstrndx),
-				 ehdr, &ehdr_size))
-			return libelf_fail(f, "cannot translate the ELF header");
+		if (original_ehdr(f, ehdr, &ehdr_size))
+			return PB_FAIL;
 		if (pwrite_full(f->fd, ehdr, ehdr_size, 0))
 			return pb_error_errno(f->path, "write of the ELF header");
 		pb_fault_point("strip-header");
@@ -599,8 +612,6 @@ static int remove_tail(struct pb_file *f, Elf *elf)
 int pb_elf_unstamp(struct pb_file *f)
 {
 	struct pb_elf *e = f->elf;
-	Elf *elf;
-	int ret;
 
 	if (!e->pb_index && !f->interrupted)
 		return PB_NONE;
@@ -608,12 +619,7 @@ int pb_elf_unstamp(struct pb_file *f)
 		return pb_error(f->path, "cannot remove the bitmap: %s; "
 				"remove the section with objcopy --remove-section .pbitmap",
 				e->damage ? e->damage : "undo data does not match the file");
-	elf = begin(f);
-	if (!elf)
-		return libelf_fail(f, "elf_begin");
-	ret = remove_tail(f, elf);
-	elf_end(elf);
-	return ret;
+	return remove_tail(f);
 }
 
 /* The section name table grown by ".pbitmap"; sets @name_off. */
@@ -809,13 +815,17 @@ int pb_elf_read_original(struct pb_file *f,
 {
 	struct pb_elf *e = f->elf;
 	uint64_t size = pb_elf_content_size(f), off = 0;
-	size_t chunk = 1 << 20;
+	unsigned char ehdr[sizeof(Elf64_Ehdr)];
+	size_t chunk = 1 << 20, ehdr_size = 0;
 	unsigned char *buf;
 	int ret = 0;
 
 	if (e->pb_index && !e->undo_ok)
 		return pb_error(f->path, "cannot reconstruct the original: %s",
 				e->damage ? e->damage : "undo data does not match the file");
+	/* The header as it was: the stamp changed only its section table fields. */
+	if (e->pb_index && original_ehdr(f, ehdr, &ehdr_size))
+		return PB_FAIL;
 	buf = malloc(chunk);
 	if (!buf)
 		return pb_error_errno(f->path, "malloc");
@@ -826,24 +836,8 @@ int pb_elf_read_original(struct pb_file *f,
 			ret = pb_error_errno(f->path, "read");
 			break;
 		}
-		if (off == 0 && e->pb_index) {
-			/* The header as it was: the stamp changed only these fields. */
-			GElf_Ehdr *h = &e->ehdr;
-			Elf *elf = begin(f);
-			unsigned char ehdr[sizeof(Elf64_Ehdr)];
-			size_t ehdr_size;
-
-			if (!elf || ehdr_to_file(elf, e->cls, le64toh(e->undo.orig_shoff),
-						 le32toh(e->undo.orig_shnum),
-						 h->e_shstrndx, ehdr, &ehdr_size)) {
-				ret = libelf_fail(f, "cannot translate the ELF header");
-				if (elf)
-					elf_end(elf);
-				break;
-			}
-			elf_end(elf);
+		if (off == 0)
 			memcpy(buf, ehdr, ehdr_size < n ? ehdr_size : n);
-		}
 		if (sink(ctx, buf, n))
 			ret = PB_FAIL;
 		off += n;
