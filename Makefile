@@ -51,8 +51,9 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(LIBS)
 
-# The fuzz target links every module except the command-line ones (main.c, rpm.c).
-FUZZ_SRCS := $(filter-out $(TOOL_DIR)/src/main.c $(TOOL_DIR)/src/rpm.c,$(SRCS)) \
+# The fuzz target links the parsing modules only, not the command modules.
+FUZZ_CMDS := main.c rpm.c learn.c prefetch.c
+FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
 	     $(TOOL_DIR)/fuzz/fuzz_parse.c
 $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz

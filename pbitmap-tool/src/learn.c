@@ -87,14 +87,6 @@ static volatile sig_atomic_t forward_to;
 
 /* ---- command line ------------------------------------------------------ */
 
-static int usage(const char *msg, const char *arg)
-{
-	fprintf(stderr, "%s: record: %s%s%s%s\n", pb_progname, msg,
-		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
-	fprintf(stderr, "usage: pbitmap record [--window SEC] [-v] [-q] -- CMD [ARGS]\n");
-	return PB_EXIT_USAGE;
-}
-
 static int parse_args(int argc, char **argv, struct learner *L)
 {
 	static const struct option opts[] = {
@@ -115,7 +107,8 @@ static int parse_args(int argc, char **argv, struct learner *L)
 			L->window = strtod(optarg, &end);
 			if (errno || end == optarg || *end || !isfinite(L->window) ||
 			    L->window <= 0 || L->window > 1e6)
-				return usage("--window wants seconds > 0, not", optarg);
+				return pb_usage_error("record: --window wants seconds > 0, not '%s'",
+						      optarg);
 			break;
 		case 'v':
 			pb_verbose = 1;
@@ -124,12 +117,12 @@ static int parse_args(int argc, char **argv, struct learner *L)
 			pb_quiet = 1;
 			break;
 		default:
-			return usage("unknown option or missing argument:",
-				     argv[optind - 1]);
+			return pb_usage_error("record: unknown option or missing argument '%s'",
+					      argv[optind - 1]);
 		}
 	}
 	if (optind >= argc)
-		return usage("no CMD given", NULL);
+		return pb_usage_error("record: no CMD given");
 	return 0;
 }
 

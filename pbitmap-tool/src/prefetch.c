@@ -78,17 +78,6 @@ int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 
 /* ---- command lines ------------------------------------------------------- */
 
-static int usage(const char *verb, const char *msg, const char *arg)
-{
-	fprintf(stderr, "%s: %s: %s%s%s%s\n", pb_progname, verb, msg,
-		arg ? " '" : "", arg ? arg : "", arg ? "'" : "");
-	if (!strcmp(verb, "run"))
-		fprintf(stderr, "usage: pbitmap run [-v] [-q] -- CMD [ARGS]\n");
-	else
-		fprintf(stderr, "usage: pbitmap prefetch [-v] [-q] FILE...\n");
-	return PB_EXIT_USAGE;
-}
-
 /* -v and -q; stops at the first non-option (CMD's options are CMD's). */
 static int parse_flags(int argc, char **argv, const char *verb)
 {
@@ -106,10 +95,10 @@ static int parse_flags(int argc, char **argv, const char *verb)
 		else if (c == 'q')
 			pb_quiet = 1;
 		else
-			return usage(verb, "unknown option:", argv[optind - 1]);
+			return pb_usage_error("%s: unknown option '%s'", verb, argv[optind - 1]);
 	}
 	if (optind >= argc)
-		return usage(verb, !strcmp(verb, "run") ? "no CMD given" : "no FILE given", NULL);
+		return pb_usage_error("%s: no %s given", verb, strcmp(verb, "run") ? "FILE" : "CMD");
 	return 0;
 }
 
