@@ -1,6 +1,8 @@
 #!/bin/bash
-# Benchmark (guest job; `make bench`): cold starts of gcc -O2 -S, gdb -batch,
-# python3 -c pass and emacs -batch under four conditions, side by side in one run:
+# Benchmark (guest job; `make bench`): cold starts of gcc -O2 -S sched.i
+# (kernel/sched/core.c preprocessed from the test-bed kernel, passed in beside
+# this script), gdb -batch, python3 -c pass and emacs -batch under four
+# conditions, side by side in one run:
 #   off     demand paging (vm.pbitmap_enabled=0)
 #   slurp   vm.mmap_slurp_all=1, every file mapping read whole at mmap
 #   early   pbitmap with vm.pbitmap_early_fault=1 (the 2008 synchronous mode)
@@ -14,12 +16,22 @@
 set -euo pipefail
 RUNS=${RUNS:-5}
 W=/var/tmp/bench
+JOB=$PWD
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
-printf 'int square(int x) { return x * x; }\n' >x.c
+# A real translation unit: cc1 then runs its optimisation passes, not just the
+# parser, so its learned pages are those of real work.  Without the file (a
+# plain `vm --job`), fall back to a one-line C file and say so.
+if [ -f "$JOB/sched.i" ]; then
+	cp "$JOB/sched.i" gcc-input.i
+	gcc_desc="gcc -O2 -S sched.i ($(wc -l <gcc-input.i) lines)"
+else
+	printf 'int square(int x) { return x * x; }\n' >gcc-input.i
+	gcc_desc="gcc -O2 -S of a one-line file (sched.i not given)"
+fi
 
 gcc_real=$(readlink -f /usr/bin/gcc)
 declare -A cmd=(
-	[gcc]="$gcc_real -O2 -S x.c -o $W/x.s"
+	[gcc]="$gcc_real -O2 -S -w gcc-input.i -o $W/out.s"
 	[gdb]="/usr/bin/gdb -batch"
 	[python3]="/usr/bin/python3 -c pass"
 	[emacs]="$(readlink -f /usr/bin/emacs) -batch"
@@ -44,6 +56,10 @@ for w in gcc gdb python3 emacs; do
 	# shellcheck disable=SC2086
 	pbitmap record -q -- ${cmd[$w]} >/dev/null 2>&1 || true
 done
+echo "learned bitmaps ($gcc_desc):"
+pbitmap show "$gcc_real" "$(gcc -print-prog-name=cc1)" /usr/bin/gdb \
+	"$(readlink -f /usr/bin/python3)" "$(readlink -f /usr/bin/emacs)" |
+	awk '/^\// { f = $1 } /^  prefetch/ { print "  " f, $2, $3, $4, $5, $6 }'
 
 cached_kb() { awk '$1 == "Cached:" { print $2 }' /proc/meminfo; }
 cold() {	# workload condition
