@@ -41,6 +41,7 @@ DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 CHECKS := check-tool
 -include kernel-patch/kernel.mk
 -include rpm-scripts/rpm.mk
+-include stap/stap.mk
 
 all: $(BUILD)/pbitmap
 
@@ -79,9 +80,12 @@ check: deps
 check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/fuzz/fuzz_parse
 	tests/run-tests tests/tool
 
+# User-space prefetch on the host, then the patched kernel in the VM as
+# systemtap sees it (table and fault-map PNG, build/stap/fault-map-gcc.png).
 demo: deps
 	$(MAKE) $(BUILD)/pbitmap
 	tests/demo.sh
+	$(MAKE) stap-demo
 
 fuzz: $(BUILD)/fuzz/fuzz_parse
 	@mkdir -p $(BUILD)/fuzz/corpus

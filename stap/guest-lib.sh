@@ -1,0 +1,56 @@
+# stap/guest-lib.sh: shell functions for the guest side of make stap-check
+# and make stap-demo (sourced; the modules, stap_SCRIPT.ko, and stap-version
+# lie beside it).
+
+STAP_HERE=${STAP_HERE:-$PWD}
+stap_pids=()
+
+fail() { echo "FAIL: $*"; exit 1; }
+
+# The modules were built by the host's systemtap; staprun must be the same.
+stap_version_check() {
+	local want have
+	want=$(cat "$STAP_HERE/stap-version")
+	have=$(dpkg-query -W -f='${Version}' systemtap-runtime 2>/dev/null || true)
+	[ "$have" = "$want" ] ||
+		fail "guest staprun is '${have:-missing}', modules built by systemtap $want on the host (make image)"
+}
+
+# gcc_workload DIR: stamped copies of the gcc driver, cc1 and as in DIR/bin,
+# their bitmaps learned by `pbitmap record` of one compile; defines
+# gcc_compile OUTPUT, which runs `gcc -O2 -S` of a one-line file with them.
+gcc_workload() {
+	GCC_W=$1
+	mkdir -p "$GCC_W/bin"
+	cp "$(readlink -f /usr/bin/gcc)" "$GCC_W/bin/gcc"
+	cp "$(gcc -print-prog-name=cc1)" "$GCC_W/bin/cc1"
+	cp "$(readlink -f "$(command -v as)")" "$GCC_W/bin/as"
+	pbitmap add -q "$GCC_W"/bin/gcc "$GCC_W"/bin/cc1 "$GCC_W"/bin/as
+	printf 'int square(int x) { return x * x; }\n' >"$GCC_W/x.c"
+	echo 0 >/proc/sys/vm/pbitmap_enabled
+	pbitmap record -q -- "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$GCC_W/learned.s"
+}
+gcc_compile() { "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$1"; }
+
+# start_stap SCRIPT OUTPUT [ARG...]: staprun SCRIPT.ko in the background and
+# wait until its begin probe has printed "SCRIPT.stp: tracing ...".
+start_stap() {
+	local script=$1 out=$2
+	shift 2
+	staprun -o "$out" "$STAP_HERE/stap_${script//-/_}.ko" "$@" &
+	stap_pids+=($!)
+	for _ in $(seq 600); do
+		grep -q "^$script.stp: tracing" "$out" 2>/dev/null && return 0
+		kill -0 "${stap_pids[-1]}" 2>/dev/null || fail "staprun $script.ko exited early"
+		sleep 0.1
+	done
+	fail "staprun $script.ko did not start within 60 s"
+}
+
+# stop_stap: SIGINT every staprun started (their end probes print), wait.
+stop_stap() {
+	[ ${#stap_pids[@]} = 0 ] && return 0
+	kill -INT "${stap_pids[@]}" 2>/dev/null || true
+	wait "${stap_pids[@]}" || fail "staprun exited with an error"
+	stap_pids=()
+}

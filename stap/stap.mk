@@ -1,0 +1,88 @@
+# stap/stap.mk: systemtap measurements in the test-bed VM (issue 4).
+# Included by the top Makefile after kernel-patch/kernel.mk, whose kernel
+# build tree (KOUT), image and VM runner it uses.
+#
+#   make stap                  compile stap/*.stp into build/stap/*.ko (host)
+#   make stap-run SCRIPT=faults CMD='...' [STAP_ARGS='progs=cc1'] [COLD=0]
+#                              boot the VM, run CMD under the script, print both
+#   make stap-check            the guest checks in stap/tests (part of make check)
+#   make stap-demo             cold start off/on: faults table and fault-map PNG
+#
+# Modules are built against the project's kernel build tree with Debian's
+# systemtap 4.8, whose runtime needs one fix for this kernel
+# (stap/runtime-task-work-cancel-func.patch, applied to a copy under
+# build/stap/runtime).  The stap cache lives in build/stap/cache.
+
+DEPS_STAP := systemtap python3-matplotlib
+DEPS_ALL += $(DEPS_STAP)
+CHECKS += stap-check
+
+STAP_DIR     := stap
+STAP_BUILD   := $(BUILD)/stap
+STAP_SCRIPTS := faults pbitmap fault-map
+# staprun takes the module name from the file name, and module names are C
+# identifiers: fault-map.stp -> build/stap/stap_fault_map.ko.
+stap_mod      = $(STAP_BUILD)/stap_$(subst -,_,$(1)).ko
+STAP_MODS    := $(foreach s,$(STAP_SCRIPTS),$(call stap_mod,$(s)))
+STAP_RUNTIME := $(STAP_BUILD)/runtime
+STAP_RT_FIX  := $(STAP_DIR)/runtime-task-work-cancel-func.patch
+STAP_SYSRT   := /usr/share/systemtap/runtime
+
+# The fix is needed exactly when the kernel has task_work_cancel_func().
+STAP_DEFS = -DMAXMAPENTRIES=16384 \
+	$(if $(shell grep -s -l 'task_work_cancel_func' $(KSRC)/include/linux/task_work.h),-DSTP_TASK_WORK_CANCEL_FUNC)
+STAP_CMD = SYSTEMTAP_DIR=$(abspath $(STAP_BUILD)/cache) stap -r $(abspath $(KOUT)) \
+	   -R $(abspath $(STAP_RUNTIME)) $(STAP_DEFS)
+
+.PHONY: stap stap-run stap-check stap-demo
+
+$(STAP_RUNTIME)/.patched: $(STAP_RT_FIX) | deps
+	@rm -rf $(STAP_RUNTIME) && mkdir -p $(STAP_BUILD)
+	cp -a $(STAP_SYSRT) $(STAP_RUNTIME)
+	patch -s -d $(STAP_RUNTIME) -p1 --no-backup-if-mismatch < $(STAP_RT_FIX)
+	@touch $@
+
+define stap_rule
+$(call stap_mod,$(1)): $(STAP_DIR)/$(1).stp $(STAP_RUNTIME)/.patched $(BZIMAGE)
+	cd $(STAP_BUILD) && $$(STAP_CMD) -p4 -m $$(basename $$(notdir $$@)) $$(abspath $$<) >/dev/null
+endef
+$(foreach s,$(STAP_SCRIPTS),$(eval $(call stap_rule,$(s))))
+
+stap: kernel
+	@$(MAKE) --no-print-directory $(STAP_MODS)
+
+# The guest's staprun must be the host's systemtap version; the job checks
+# (by package version: staprun -V of 4.8 prints nothing).
+STAP_VERSION = $(shell dpkg-query -W -f='$${Version}' systemtap 2>/dev/null)
+STAP_JOB     := $(STAP_BUILD)/job
+
+unexport SCRIPT STAP_ARGS COLD
+stap-run:
+	@test -n "$(SCRIPT)" -a -n $(VM_CMD_Q) || \
+		{ echo "usage: make stap-run SCRIPT={$(subst $() ,|,$(STAP_SCRIPTS))} CMD='...' [STAP_ARGS='...'] [COLD=0]" >&2; exit 2; }
+	@test -f $(STAP_DIR)/$(SCRIPT).stp || { echo "stap-run: no script stap/$(SCRIPT).stp" >&2; exit 2; }
+	@$(MAKE) --no-print-directory stap image >&2
+	@rm -rf $(STAP_JOB)/run && mkdir -p $(STAP_JOB)/run
+	@printf '%s\n' '$(STAP_VERSION)' > $(STAP_JOB)/run/stap-version
+	@printf '%s\n' $(VM_CMD_Q) > $(STAP_JOB)/run/cmd
+	@printf '%s\n' '$(subst ','\'',$(value STAP_ARGS))' > $(STAP_JOB)/run/stap-args
+	@printf '%s\n' '$(or $(COLD),1)' > $(STAP_JOB)/run/cold
+	@cp $(call stap_mod,$(SCRIPT)) $(STAP_JOB)/run/
+	@$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-run $(STAP_JOB)/run/*
+
+# Tests and modules travel together into the guest.
+stap-check: stap image
+	@rm -rf $(STAP_JOB)/tests && mkdir -p $(STAP_JOB)/tests
+	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(STAP_MODS) $(STAP_JOB)/tests/
+	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
+	$(VM_ENV) $(VM) --tests $(STAP_JOB)/tests
+
+# make demo's part: the off/on table and the fault maps drawn side by side.
+STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png
+stap-demo: stap image
+	@rm -rf $(STAP_JOB)/demo && mkdir -p $(STAP_JOB)/demo
+	@echo '$(STAP_VERSION)' > $(STAP_JOB)/demo/stap-version
+	$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh $(STAP_MODS) $(STAP_JOB)/demo/stap-version
+	@cp $(BUILD)/vm-results/fault-map-off.txt $(BUILD)/vm-results/fault-map-on.txt $(STAP_BUILD)/
+	$(STAP_DIR)/plot-fault-map -o $(STAP_PNG) --label 'pbitmap off' --label 'pbitmap on' \
+		$(STAP_BUILD)/fault-map-off.txt $(STAP_BUILD)/fault-map-on.txt
