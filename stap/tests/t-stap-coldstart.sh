@@ -11,6 +11,8 @@
 #     disk's read requests less 5% (the block layer merges bios into
 #     requests; it does not split these);
 #   - pbitmap.stp sees a prefetch of gcc and cc1 when on, nothing when off;
+#   - fault-map.stp's major and minor faults of cc1 (counted one by one at
+#     handle_mm_fault) equal faults.stp's task counters for cc1 within 2;
 # and that, as seen by stap, pbitmap on halves the major faults at least
 # (medians).  Prints the comparison table.
 set -euo pipefail
@@ -29,6 +31,7 @@ cold() {	# condition(0|1) run-number
 	echo "$1" >/proc/sys/vm/pbitmap_enabled
 	start_stap faults "$W/faults-$1-$2.txt" progs=gcc,cc1
 	start_stap pbitmap "$W/pbitmap-$1-$2.txt" progs=gcc,cc1
+	start_stap fault-map "$W/map-$1-$2.txt" prog=cc1
 	sync; echo 3 >/proc/sys/vm/drop_caches
 	read -r r0 _ s0 _ </sys/block/vda/stat
 	/usr/bin/time -o time.out -f '%F' "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o "out-$1-$2.s"
@@ -80,6 +83,17 @@ for line in open(os.path.join(w, "independent")):
         bad.append("pb=on run %s: pbitmap.stp prefetches %s, expected gcc and cc1 with pages submitted" % (i, seen))
     if c == "0" and pf:
         bad.append("pb=off run %s: pbitmap.stp saw prefetches %s" % (i, seen))
+    m = [l for l in open(os.path.join(w, "map-%s-%s.txt" % (c, i))) if l.startswith("fault-map end ")]
+    cc1 = [r for r in runs if r["prog"] == "cc1"]
+    if not m or not cc1:
+        bad.append("pb=%s run %s: no fault-map summary or no cc1 run" % (c, i))
+    else:
+        fm = kv(m[0].replace("fault-map end", "x"))
+        for k, t in (("major", "majflt"), ("minor", "minflt")):
+            if abs(int(fm[k]) - int(cc1[0][t])) > 2:
+                bad.append("pb=%s run %s: fault-map.stp %s faults %s vs faults.stp %s" % (c, i, k, fm[k], cc1[0][t]))
+        print("%-4s %3s   cc1: fault-map.stp %s major %s minor, faults.stp %s major %s minor" % (
+            "", "", fm["major"], fm["minor"], cc1[0]["majflt"], cc1[0]["minflt"]))
     rows[c].append((smaj, sbios, sbytes, dreq))
 
 off = [statistics.median(x) for x in zip(*rows["0"])]
