@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # stap/guest-lib.sh: shell functions for the guest side of make stap-check
 # and make stap-demo (sourced; the modules, stap_SCRIPT.ko, and stap-version
 # lie beside it).

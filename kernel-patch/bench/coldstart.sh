@@ -79,7 +79,7 @@ cold() {	# workload condition
 : >results
 for w in gcc gdb python3 emacs; do
 	for c in off slurp early async; do
-		for i in $(seq "$RUNS"); do echo "$w $c"; done
+		for _ in $(seq "$RUNS"); do echo "$w $c"; done
 	done
 done | shuf >order
 while read -r w c; do cold "$w" "$c"; done <order

@@ -20,8 +20,8 @@ RUNS=${RUNS:-3}
 HERE=$PWD
 W=/var/tmp/t-stap
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
-# shellcheck source=../guest-lib.sh
-STAP_HERE=$HERE
+export STAP_HERE=$HERE
+# shellcheck source=stap/guest-lib.sh
 . "$HERE/guest-lib.sh"
 stap_version_check
 gcc_workload "$W"
