@@ -18,7 +18,8 @@ DEPS_ALL += $(DEPS_STAP)
 CHECKS += stap-check
 
 STAP_DIR     := stap
-STAP_BUILD   := $(BUILD)/stap
+# Modules match one kernel build: KASAN=1 gets its own directory.
+STAP_BUILD   := $(BUILD)/stap$(if $(filter 1,$(KASAN)),-kasan)
 STAP_SCRIPTS := faults pbitmap fault-map
 # staprun takes the module name from the file name, and module names are C
 # identifiers: fault-map.stp -> build/stap/stap_fault_map.ko.
