@@ -17,21 +17,10 @@ stap_version_check() {
 		fail "guest staprun is '${have:-missing}', modules built by systemtap $want on the host (make image)"
 }
 
-# gcc_workload DIR: stamped copies of the gcc driver, cc1 and as in DIR/bin,
-# their bitmaps learned by `pbitmap record` of one compile; defines
-# gcc_compile OUTPUT, which runs `gcc -O2 -S` of a one-line file with them.
-gcc_workload() {
-	GCC_W=$1
-	mkdir -p "$GCC_W/bin"
-	cp "$(readlink -f /usr/bin/gcc)" "$GCC_W/bin/gcc"
-	cp "$(gcc -print-prog-name=cc1)" "$GCC_W/bin/cc1"
-	cp "$(readlink -f "$(command -v as)")" "$GCC_W/bin/as"
-	pbitmap add -q "$GCC_W"/bin/gcc "$GCC_W"/bin/cc1 "$GCC_W"/bin/as
-	printf 'int square(int x) { return x * x; }\n' >"$GCC_W/x.c"
-	echo 0 >/proc/sys/vm/pbitmap_enabled
-	pbitmap record -q -- "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$GCC_W/learned.s"
-}
-gcc_compile() { "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$1"; }
+# gcc_workload DIR, gcc_compile OUTPUT: the gcc cold-start workload of the
+# kernel tests, staged beside this file by stap.mk.
+# shellcheck source=kernel-patch/tests/gcc-workload.sh
+. "$STAP_HERE/gcc-workload.sh"
 
 # start_stap SCRIPT OUTPUT [ARG...]: staprun SCRIPT.ko in the background and
 # wait until its begin probe has printed "SCRIPT.stp: tracing ...".

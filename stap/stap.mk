@@ -74,7 +74,8 @@ stap-run:
 # Tests and modules travel together into the guest.
 stap-check: stap image
 	@rm -rf $(STAP_JOB)/tests && mkdir -p $(STAP_JOB)/tests
-	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(STAP_MODS) $(STAP_JOB)/tests/
+	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh \
+		$(STAP_MODS) $(STAP_JOB)/tests/
 	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
 	$(VM_ENV) $(VM) --tests $(STAP_JOB)/tests
 
@@ -83,7 +84,8 @@ STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png
 stap-demo: stap image
 	@rm -rf $(STAP_JOB)/demo && mkdir -p $(STAP_JOB)/demo
 	@echo '$(STAP_VERSION)' > $(STAP_JOB)/demo/stap-version
-	$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh $(STAP_MODS) $(STAP_JOB)/demo/stap-version
+	$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh \
+		$(KP_DIR)/tests/gcc-workload.sh $(STAP_MODS) $(STAP_JOB)/demo/stap-version
 	@cp $(BUILD)/vm-results/fault-map-off.txt $(BUILD)/vm-results/fault-map-on.txt $(STAP_BUILD)/
 	$(STAP_DIR)/plot-fault-map -o $(STAP_PNG) --label 'pbitmap off' --label 'pbitmap on' \
 		$(STAP_BUILD)/fault-map-off.txt $(STAP_BUILD)/fault-map-on.txt

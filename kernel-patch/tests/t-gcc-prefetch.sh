@@ -5,21 +5,15 @@
 # major faults, and at least 2x fewer read requests (/sys/block/vda/stat) with
 # pbitmap on; prints the medians.  RUNS=N runs per condition (default 3).
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/t-gcc-prefetch
 RUNS=${RUNS:-3}
-rm -rf "$W" && mkdir -p "$W/bin" && cd "$W"
+rm -rf "$W" && mkdir -p "$W" && cd "$W"
 fail() { echo "FAIL: $*"; exit 1; }
 
-# Stamped copies on the guest's disk; -B makes the driver use our cc1 and as.
-cp "$(readlink -f /usr/bin/gcc)" bin/gcc
-cp "$(gcc -print-prog-name=cc1)" bin/cc1
-cp "$(readlink -f "$(command -v as)")" bin/as
-pbitmap add bin/gcc bin/cc1 bin/as
-printf 'int square(int x) { return x * x; }\n' >x.c
-compile() { "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o "$1"; }
-
-echo 0 >/proc/sys/vm/pbitmap_enabled
-pbitmap record -- "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o learned.s
+# shellcheck source=kernel-patch/tests/gcc-workload.sh
+. "$HERE/gcc-workload.sh"
+gcc_workload "$W"
 # -S stops before the assembler: as is stamped as the issue asks, but only the
 # driver and cc1 run, so only they must have learned pages.
 for f in gcc cc1; do
