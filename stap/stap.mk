@@ -37,7 +37,8 @@ STAP_CMD = SYSTEMTAP_DIR=$(abspath $(STAP_BUILD)/cache) stap -r $(abspath $(KOUT
 
 .PHONY: stap stap-run stap-check stap-demo
 
-$(STAP_RUNTIME)/.patched: $(STAP_RT_FIX) | deps
+# Recopied when the fix or the installed systemtap changes.
+$(STAP_RUNTIME)/.patched: $(STAP_RT_FIX) $(wildcard $(STAP_SYSRT)/stp_task_work.c) | deps
 	@rm -rf $(STAP_RUNTIME) && mkdir -p $(STAP_BUILD)
 	cp -a $(STAP_SYSRT) $(STAP_RUNTIME)
 	patch -s -d $(STAP_RUNTIME) -p1 --no-backup-if-mismatch < $(STAP_RT_FIX)
