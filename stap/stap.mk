@@ -69,7 +69,7 @@ stap-run:
 	@printf '%s\n' $(VM_CMD_Q) > $(STAP_JOB)/run/cmd
 	@printf '%s\n' '$(subst ','\'',$(value STAP_ARGS))' > $(STAP_JOB)/run/stap-args
 	@printf '%s\n' '$(or $(COLD),1)' > $(STAP_JOB)/run/cold
-	@cp $(call stap_mod,$(SCRIPT)) $(STAP_JOB)/run/
+	@cp $(call stap_mod,$(SCRIPT)) $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh $(STAP_JOB)/run/
 	@$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-run $(STAP_JOB)/run/*
 
 # Tests and modules travel together into the guest.

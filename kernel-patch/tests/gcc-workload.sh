@@ -15,8 +15,9 @@ gcc_workload() {
 	pbitmap add -q "$GCC_W"/bin/gcc "$GCC_W"/bin/cc1 "$GCC_W"/bin/as
 	printf 'int square(int x) { return x * x; }\n' >"$GCC_W/x.c"
 	echo 0 >/proc/sys/vm/pbitmap_enabled
-	pbitmap record -- "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$GCC_W/learned.s"
+	gcc_compile "$GCC_W/learned.s" pbitmap record --
 }
 
-# gcc_compile OUTPUT: the workload's compile, as learned.
-gcc_compile() { "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$1"; }
+# gcc_compile OUTPUT [WRAPPER...]: the workload's compile, as learned, run
+# under WRAPPER (e.g. /usr/bin/time -o FILE) when one is given.
+gcc_compile() { "${@:2}" "$GCC_W/bin/gcc" -B"$GCC_W/bin/" -O2 -S "$GCC_W/x.c" -o "$1"; }

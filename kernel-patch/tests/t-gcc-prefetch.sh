@@ -31,7 +31,7 @@ cold() {	# condition run-number
 	echo "$1" >/proc/sys/vm/pbitmap_enabled
 	sync; echo 3 >/proc/sys/vm/drop_caches
 	read -r r0 _ s0 _ </sys/block/vda/stat
-	/usr/bin/time -o time.out -f '%F %e' "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o "out-$1-$2.s"
+	gcc_compile "out-$1-$2.s" /usr/bin/time -o time.out -f '%F %e'
 	read -r r1 _ s1 _ </sys/block/vda/stat
 	read -r maj wall <time.out
 	echo "$1 $maj $((r1 - r0)) $(((s1 - s0) * 512)) $wall" >>results

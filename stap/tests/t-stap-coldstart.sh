@@ -34,7 +34,7 @@ cold() {	# condition(0|1) run-number
 	start_stap fault-map "$W/map-$1-$2.txt" prog=cc1
 	sync; echo 3 >/proc/sys/vm/drop_caches
 	read -r r0 _ s0 _ </sys/block/vda/stat
-	/usr/bin/time -o time.out -f '%F' "$W/bin/gcc" -B"$W/bin/" -O2 -S x.c -o "out-$1-$2.s"
+	gcc_compile "out-$1-$2.s" /usr/bin/time -o time.out -f '%F'
 	read -r r1 _ s1 _ </sys/block/vda/stat
 	stop_stap
 	cmp -s "out-$1-$2.s" learned.s || fail "output with pbitmap_enabled=$1 differs"
