@@ -52,8 +52,10 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(LIBS)
 
-# The fuzz target links the parsing modules only, not the command modules.
-FUZZ_CMDS := main.c rpm.c learn.c prefetch.c
+# The fuzz target links the parsing modules only, not the command modules
+# (it defines the message functions of messages.c itself, silently).
+FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c learn.c prefetch.c \
+	     $(notdir $(wildcard $(TOOL_DIR)/src/cmd-*.c))
 FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
 	     $(TOOL_DIR)/fuzz/fuzz_parse.c
 $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)

@@ -10,9 +10,9 @@
  * A record that passes the checks is then used the way the tool uses it
  * (generations, effective bitmap, runs), so that "valid" really means safe.
  *
- * Linked with every module except main.c (see the Makefile), so this file
- * provides main.c's message functions, silent: a fuzzer printing an error
- * line for each rejected input would spend its time in write(2).
+ * Linked without the command modules (FUZZ_CMDS in the Makefile), so this
+ * file provides messages.c's message functions, silent: a fuzzer printing
+ * an error line for each rejected input would spend its time in write(2).
  *
  *   make build/fuzz/fuzz_parse
  *   build/fuzz/fuzz_parse -max_len=65536 CORPUS pbitmap-tool/fuzz/seeds

@@ -9,7 +9,8 @@
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`
  *   rpm.c      `pbitmap stamp` and `pbitmap rpm-verify`: rpm packages
- *   main.c     command line
+ *   main.c, messages.c, args.c, filelist.c, cmd-*.c: the command line,
+ *              see cli.h
  */
 #ifndef PBITMAP_H
 #define PBITMAP_H
@@ -39,7 +40,7 @@ enum {
 	PB_EXIT_SKIPPED = 3,
 };
 
-/* ---- messages (main.c) ------------------------------------------------ */
+/* ---- messages (messages.c) --------------------------------------------- */
 
 extern const char *pb_progname;
 extern int pb_verbose;	/* -v: more detail */

@@ -1,0 +1,243 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmap add, pbitmap strip: put an empty bitmap into files, take it out.
+ * Also the stamping of a list of paths for rpm (pb_stamp_lines).
+ */
+#include <inttypes.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <time.h>
+
+#include "pbitmap.h"
+#include "cli.h"
+
+/* What add did, for --summary. */
+struct add_args {
+	struct pb_params p;
+	unsigned long stamped, already, skipped, errors, passed;
+};
+
+/* Nothing asked to change: add leaves a file that has a bitmap as it is. */
+static bool keeps_existing(const struct pb_params *p)
+{
+	return !p->nr_planes && !p->threshold && !p->page_shift && !p->set_flags;
+}
+
+static int count_add(struct add_args *a, int ret, bool stamped)
+{
+	switch (ret) {
+	case 0:
+		if (stamped)
+			a->stamped++;
+		else
+			a->already++;
+		return 0;
+	case PB_NONE:
+		a->passed++;
+		return 0;
+	case PB_SKIPPED:
+		a->skipped++;
+		return ret;
+	default:
+		a->errors++;
+		return ret;
+	}
+}
+
+static int stamp_one(const char *path, unsigned int flags, struct add_args *a)
+{
+	struct pb_file f;
+	bool had_record;
+	int ret = pb_open(&f, path, flags | PB_OPEN_WRITE);
+
+	if (ret)
+		return count_add(a, ret, false);
+	had_record = f.has_record;
+	ret = pb_stamp(&f, &a->p);
+	if (!ret && pb_verbose)
+		pb_note(path, "stamped: %" PRIu64 " pages, %u generations",
+			pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
+	pb_close(&f);
+	return count_add(a, ret, !had_record);
+}
+
+/*
+ * A read-only look first: a file that keeps its bitmap needs no write
+ * access, so a stamped program stays "already stamped" while it runs.
+ */
+static int add_one(const char *path, unsigned int flags, void *arg)
+{
+	struct add_args *a = arg;
+	struct pb_file f;
+	int ret = pb_open(&f, path, flags);
+
+	if (ret)
+		return count_add(a, ret, false);
+	if (f.has_record && keeps_existing(&a->p)) {
+		if (pb_verbose)
+			pb_note(path, "already stamped");
+		pb_close(&f);
+		return count_add(a, 0, false);
+	}
+	pb_close(&f);
+	return stamp_one(path, flags, a);
+}
+
+static double seconds_since(const struct timespec *start)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - start->tv_sec) + (now.tv_nsec - start->tv_nsec) / 1e9;
+}
+
+static void print_summary(const struct add_args *a, const struct timespec *start)
+{
+	fprintf(stderr, "%s: %lu files stamped, %lu already stamped, %lu skipped, "
+		"%lu errors, %lu other paths passed over, in %.2f s\n", pb_progname,
+		a->stamped, a->already, a->skipped, a->errors, a->passed, seconds_since(start));
+}
+
+int pb_stamp_lines(FILE *in, const char *root, char *const *prefixes)
+{
+	struct pb_line_source src = { in, root, prefixes };
+	struct add_args a = { 0 };
+	struct timespec start;
+	int ret;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ret = pb_for_each_line(&src, 0, add_one, &a);
+	print_summary(&a, &start);
+	return ret;
+}
+
+static int strip_one(const char *path, unsigned int flags, void *arg)
+{
+	struct pb_file f;
+	int ret = pb_open(&f, path, flags | PB_OPEN_WRITE);
+
+	(void)arg;
+	if (ret)
+		return ret == PB_NONE ? 0 : ret;
+	ret = pb_unstamp(&f);
+	if (ret == PB_NONE) {
+		if (pb_verbose)
+			pb_note(path, "has no bitmap");
+		ret = 0;
+	}
+	pb_close(&f);
+	return ret;
+}
+
+int pb_cmd_add(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "generations", required_argument, NULL, 'g' },
+		{ "threshold", required_argument, NULL, 't' },
+		{ "page-shift", required_argument, NULL, 'S' },
+		{ "no-learn", no_argument, NULL, 'N' },
+		{ "learn", no_argument, NULL, 'E' },
+		{ "xattr-max", required_argument, NULL, 'X' },
+		{ "dereference", no_argument, NULL, 'L' },
+		{ "stdin", no_argument, NULL, 'I' },
+		{ "summary", no_argument, NULL, 'U' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ 0 }
+	};
+	struct add_args a = { 0 };
+	struct timespec start;
+	bool summary = false;
+	unsigned int flags = 0;
+	bool from_stdin = false;
+	unsigned long long v;
+	uint64_t size;
+	const char *rest;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "g:t:Lqv", opts, NULL)) != -1) {
+		switch (c) {
+		case 'g':
+			if (!pb_parse_uint(optarg, PBITMAP_MAX_PLANES, &v) || !v)
+				return pb_usage_error("--generations: expected 1..%d", PBITMAP_MAX_PLANES);
+			a.p.nr_planes = (unsigned int)v;
+			break;
+		case 't':
+			if (!pb_parse_uint(optarg, PBITMAP_MAX_PLANES, &v) || !v)
+				return pb_usage_error("--threshold: expected 1..%d", PBITMAP_MAX_PLANES);
+			a.p.threshold = (unsigned int)v;
+			break;
+		case 'S':
+			if (!pb_parse_uint(optarg, PBITMAP_MAX_PAGE_SHIFT, &v) ||
+			    v < PBITMAP_MIN_PAGE_SHIFT)
+				return pb_usage_error("--page-shift: expected %d..%d",
+						   PBITMAP_MIN_PAGE_SHIFT, PBITMAP_MAX_PAGE_SHIFT);
+			a.p.page_shift = (unsigned int)v;
+			break;
+		case 'N':
+			a.p.flags |= PBITMAP_F_NO_LEARN;
+			a.p.set_flags = true;
+			break;
+		case 'E':
+			a.p.flags &= ~PBITMAP_F_NO_LEARN;
+			a.p.set_flags = true;
+			break;
+		case 'X':
+			if (!pb_parse_size(optarg, &rest, &size) || *rest || size < 256 ||
+			    size > 65536)
+				return pb_usage_error("--xattr-max: expected 256..65536 bytes");
+			a.p.xattr_max = size;
+			break;
+		case 'L':
+			flags |= PB_OPEN_FOLLOW;
+			break;
+		case 'I':
+			from_stdin = true;
+			break;
+		case 'U':
+			summary = true;
+			break;
+		case 'q':
+			pb_quiet = 1;
+			break;
+		case 'v':
+			pb_verbose = 1;
+			break;
+		default:
+			return pb_usage_error("add: unknown option");
+		}
+	}
+	if (a.p.threshold && a.p.nr_planes && a.p.threshold > a.p.nr_planes)
+		return pb_usage_error("--threshold %u exceeds --generations %u",
+				   a.p.threshold, a.p.nr_planes);
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	ret = pb_for_each_file(argc, argv, from_stdin, flags, add_one, &a);
+	if (summary && ret != PB_EXIT_USAGE)
+		print_summary(&a, &start);
+	return ret;
+}
+
+int pb_cmd_strip(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "dereference", no_argument, NULL, 'L' },
+		{ "stdin", no_argument, NULL, 'I' },
+		{ "quiet", no_argument, NULL, 'q' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ 0 }
+	};
+	unsigned int flags = 0;
+	bool from_stdin = false;
+	int c;
+
+	while ((c = getopt_long(argc, argv, "Lqv", opts, NULL)) != -1) {
+		switch (c) {
+		case 'L': flags |= PB_OPEN_FOLLOW; break;
+		case 'I': from_stdin = true; break;
+		case 'q': pb_quiet = 1; break;
+		case 'v': pb_verbose = 1; break;
+		default: return pb_usage_error("strip: unknown option");
+		}
+	}
+	return pb_for_each_file(argc, argv, from_stdin, flags, strip_one, NULL);
+}

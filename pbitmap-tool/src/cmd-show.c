@@ -1,0 +1,253 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmap show, pbitmap verify: print a bitmap (text or JSON), check it.
+ */
+#include <endian.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+#include "pbitmap.h"
+#include "cli.h"
+
+static void json_string(const char *s)
+{
+	putchar('"');
+	for (; *s; s++) {
+		unsigned char c = (unsigned char)*s;
+
+		if (c == '"' || c == '\\')
+			printf("\\%c", c);
+		else if (c < 0x20)
+			printf("\\u%04x", c);
+		else
+			putchar(c);
+	}
+	putchar('"');
+}
+
+/* Print the runs of @plane as "a-b,c,..." or a JSON array of [first,last]. */
+static void print_ranges(const unsigned char *plane, uint64_t nr_pages, bool json,
+			 unsigned int limit)
+{
+	uint64_t first, count, from = 0;
+	unsigned int n = 0;
+
+	if (json)
+		putchar('[');
+	while (pb_next_run(plane, nr_pages, from, &first, &count)) {
+		if (!json && limit && n == limit) {
+			printf(",...");
+			break;
+		}
+		if (json)
+			printf("%s[%" PRIu64 ",%" PRIu64 "]", n ? "," : "", first,
+			       first + count - 1);
+		else if (count == 1)
+			printf("%s%" PRIu64, n ? "," : "", first);
+		else
+			printf("%s%" PRIu64 "-%" PRIu64, n ? "," : "", first, first + count - 1);
+		from = first + count;
+		n++;
+	}
+	if (json)
+		putchar(']');
+	else if (!n)
+		putchar('-');
+}
+
+static uint64_t count_runs(const unsigned char *plane, uint64_t nr_pages)
+{
+	uint64_t first, count, from = 0, n = 0;
+
+	while (pb_next_run(plane, nr_pages, from, &first, &count)) {
+		from = first + count;
+		n++;
+	}
+	return n;
+}
+
+static void format_time(uint64_t t, char *buf, size_t size)
+{
+	time_t tt = (time_t)t;
+	struct tm tm;
+
+	if (!t || !gmtime_r(&tt, &tm))
+		snprintf(buf, size, "never");
+	else
+		strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
+}
+
+static void show_text(const struct pb_file *f, const unsigned char *eff)
+{
+	const struct pb_record *r = &f->rec;
+	const struct pbitmap_header *h = pb_hdr(r);
+	uint64_t pages = pb_nr_pages(r), marked = pb_count_bits(eff, pages);
+	uint64_t granule = UINT64_C(1) << h->page_shift;
+	char when[64];
+
+	printf("%s:\n", f->path);
+	if (f->kind == PB_KIND_ELF)
+		printf("  stored in    ELF section %s at offset %#" PRIx64 ", %zu bytes\n",
+		       PBITMAP_SECTION_NAME, pb_elf_record_offset(f), r->size);
+	else
+		printf("  stored in    extended attribute %s, %zu bytes uncompressed\n",
+		       PBITMAP_XATTR_NAME, r->size);
+	printf("  content      %" PRIu64 " bytes in %" PRIu64 " pages of %" PRIu64 " bytes\n",
+	       (uint64_t)le64toh(h->content_size), pages, granule);
+	if (f->kind == PB_KIND_DATA && (uint64_t)f->st.st_size != le64toh(h->content_size))
+		printf("  note         the file is now %jd bytes; pages past the stamp are not covered\n",
+		       (intmax_t)f->st.st_size);
+	printf("  generations  %u, prefetch when marked in >= %u, newest plane %u\n",
+	       h->nr_planes, h->threshold, h->newest_plane);
+	format_time(le64toh(h->last_update), when, sizeof(when));
+	printf("  runs         %" PRIu64 ", last update %s\n", (uint64_t)le64toh(h->runs), when);
+	printf("  learning     %s\n", le32toh(h->flags) & PBITMAP_F_NO_LEARN ? "off (--no-learn)" : "on");
+	printf("  age  marked  pages\n");
+	for (unsigned int age = 0; age < h->nr_planes; age++) {
+		const unsigned char *p = pb_plane(r, age);
+
+		printf("  %3u  %6" PRIu64 "  ", age, pb_count_bits(p, pages));
+		print_ranges(p, pages, false, pb_verbose ? 0 : 12);
+		putchar('\n');
+	}
+	printf("  prefetch     %" PRIu64 " pages in %" PRIu64 " ranges, %" PRIu64 " bytes: ",
+	       marked, count_runs(eff, pages), marked * granule);
+	print_ranges(eff, pages, false, pb_verbose ? 0 : 12);
+	putchar('\n');
+}
+
+static void show_json(const struct pb_file *f, const unsigned char *eff)
+{
+	const struct pb_record *r = &f->rec;
+	const struct pbitmap_header *h = pb_hdr(r);
+	uint64_t pages = pb_nr_pages(r), marked = pb_count_bits(eff, pages);
+
+	printf("{\"file\":");
+	json_string(f->path);
+	printf(",\"kind\":\"%s\"", f->kind == PB_KIND_ELF ? "elf" : "xattr");
+	if (f->kind == PB_KIND_ELF)
+		printf(",\"record_offset\":%" PRIu64, pb_elf_record_offset(f));
+	printf(",\"record_size\":%zu,\"content_size\":%" PRIu64 ",\"page_shift\":%u"
+	       ",\"page_size\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"generations\":%u"
+	       ",\"threshold\":%u,\"newest_plane\":%u,\"runs\":%" PRIu64
+	       ",\"last_update\":%" PRIu64 ",\"learn\":%s,\"planes\":[",
+	       r->size, (uint64_t)le64toh(h->content_size), h->page_shift,
+	       UINT64_C(1) << h->page_shift, pages, h->nr_planes, h->threshold,
+	       h->newest_plane, (uint64_t)le64toh(h->runs), (uint64_t)le64toh(h->last_update),
+	       le32toh(h->flags) & PBITMAP_F_NO_LEARN ? "false" : "true");
+	for (unsigned int age = 0; age < h->nr_planes; age++) {
+		const unsigned char *p = pb_plane(r, age);
+
+		printf("%s{\"age\":%u,\"marked\":%" PRIu64 ",\"ranges\":", age ? "," : "",
+		       age, pb_count_bits(p, pages));
+		print_ranges(p, pages, true, 0);
+		putchar('}');
+	}
+	printf("],\"prefetch\":{\"pages\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ranges\":",
+	       marked, marked << h->page_shift);
+	print_ranges(eff, pages, true, 0);
+	printf("}}");
+}
+
+struct show_args {
+	bool json;
+	unsigned int shown;
+};
+
+static int show_one(const char *path, unsigned int flags, void *arg)
+{
+	struct show_args *a = arg;
+	unsigned char *eff;
+	struct pb_file f;
+	int ret = pb_open(&f, path, flags | PB_OPEN_FOLLOW);
+
+	if (ret)
+		return ret;
+	if (!f.has_record) {
+		ret = pb_error_no_record(&f);
+		pb_close(&f);
+		return ret;
+	}
+	eff = malloc(le32toh(pb_hdr(&f.rec)->plane_size));
+	if (!eff) {
+		pb_close(&f);
+		return pb_error_errno(path, "malloc");
+	}
+	pb_effective(&f.rec, eff);
+	if (a->json) {
+		printf("%s\n", a->shown ? "," : "");
+		show_json(&f, eff);
+	} else {
+		show_text(&f, eff);
+	}
+	a->shown++;
+	free(eff);
+	pb_close(&f);
+	return 0;
+}
+
+int pb_cmd_show(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "json", no_argument, NULL, 'j' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ 0 }
+	};
+	struct show_args a = { 0 };
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
+		if (c == 'j')
+			a.json = true;
+		else if (c == 'v')
+			pb_verbose = 1;
+		else
+			return pb_usage_error("show: unknown option");
+	}
+	if (a.json)
+		putchar('[');
+	ret = pb_for_each_file(argc, argv, false, 0, show_one, &a);
+	if (a.json)
+		printf("\n]\n");
+	if (fflush(stdout))
+		return PB_EXIT_FAIL;
+	return ret;
+}
+
+/* ---- verify ----------------------------------------------------------------- */
+
+static int verify_one(const char *path, unsigned int flags, void *arg)
+{
+	struct pb_file f;
+	int ret = pb_open(&f, path, flags | PB_OPEN_FOLLOW);
+
+	(void)arg;
+	if (ret)
+		return ret;
+	if (!f.has_record)
+		ret = pb_error_no_record(&f);
+	else if (!pb_quiet)
+		printf("%s: OK: %" PRIu64 " pages, %u generations\n", path,
+		       pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
+	pb_close(&f);
+	return ret;
+}
+
+int pb_cmd_verify(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "quiet", no_argument, NULL, 'q' },
+		{ 0 }
+	};
+	int c;
+
+	while ((c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
+		if (c != 'q')
+			return pb_usage_error("verify: unknown option");
+		pb_quiet = 1;
+	}
+	return pb_for_each_file(argc, argv, false, 0, verify_one, NULL);
+}
