@@ -42,6 +42,7 @@ CHECKS := check-tool
 -include kernel-patch/kernel.mk
 -include rpm-scripts/rpm.mk
 -include stap/stap.mk
+-include kernel-patch/bench/bench.mk
 
 all: $(BUILD)/pbitmap
 
