@@ -84,7 +84,7 @@ static bool file_set_insert(struct file_set *s, const char *path)
 {
 	struct stat st;
 
-	if (lstat(path, &st))
+	if (pb_path_lstat(path, &st))
 		return true;	/* let pb_open() report it */
 	return file_set_add(s, st.st_dev, st.st_ino);
 }

@@ -76,8 +76,8 @@ static int open_failed(struct pb_file *f, int err)
 		return pb_skip(f->path, "is on a read-only filesystem");
 	case EPERM:
 	case EACCES:
-		fd = open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
-			  ((f->open_flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW));
+		fd = pb_path_open(f->path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+				  ((f->open_flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW), 0);
 		if (fd >= 0) {
 			why = write_protection(fd);
 			close(fd);
@@ -111,14 +111,14 @@ static int check_path(struct pb_file *f, struct stat *lst)
 	char target[256];
 	ssize_t n;
 
-	if (lstat(f->path, lst))
+	if (pb_path_lstat(f->path, lst))
 		return pb_error_errno(f->path, "cannot access");
 	if (S_ISLNK(lst->st_mode)) {
 		if (f->open_flags & PB_OPEN_QUIET)
 			return PB_NONE;
 		if (f->open_flags & PB_OPEN_FOLLOW)
 			return 0;
-		n = readlink(f->path, target, sizeof(target) - 1);
+		n = pb_path_readlink(f->path, target, sizeof(target) - 1);
 		target[n > 0 ? n : 0] = '\0';
 		return pb_error(f->path, "is a symbolic link (to %s): name the file itself, "
 				"or use -L to follow links", n > 0 ? target : "?");
@@ -139,7 +139,7 @@ static int open_fd(struct pb_file *f, const struct stat *lst)
 		     ((flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW);
 
 	/* O_NONBLOCK: a FIFO swapped in after lstat() must not hang us. */
-	f->fd = open(f->path, oflags);
+	f->fd = pb_path_open(f->path, oflags, 0);
 	if (f->fd < 0)
 		return (flags & PB_OPEN_WRITE) ? open_failed(f, errno) :
 		       pb_error_errno(f->path, "cannot open");

@@ -6,6 +6,7 @@
  *   elfstore.c the record in an ELF section: stamp, strip, undo, load, save
  *   xattrstore.c the record in the user.pbitmap xattr of a data file
  *   pbfile.c   opening files safely, policy checks, metadata preservation
+ *   confine.c  --root: every file opened by name is resolved inside the root
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`
  *   rpm.c      `pbitmap stamp` and `pbitmap rpm-verify`: rpm packages
@@ -153,6 +154,24 @@ void pb_effective(const struct pb_record *r, unsigned char *out);
  */
 bool pb_next_run(const unsigned char *plane, uint64_t nr_pages, uint64_t from,
 		 uint64_t *first, uint64_t *count);
+
+/* ---- --root (confine.c) ------------------------------------------------ */
+
+/*
+ * From now on, resolve every path given to pb_path_*() inside @dir (no
+ * trailing slash), as if @dir were "/": absolute symlinks and ".." stay in
+ * it.  Paths must then be @dir followed by "/NAME".  0 or PB_FAIL.
+ */
+int pb_confine(const char *dir);
+/*
+ * open(2), lstat(2), readlink(2) and fopen(PATH, "r"), confined by
+ * pb_confine() once it has run.  Every name-based access to a file the
+ * tool handles goes through these (errno set on failure).
+ */
+int pb_path_open(const char *path, int oflags, mode_t mode);
+int pb_path_lstat(const char *path, struct stat *st);
+ssize_t pb_path_readlink(const char *path, char *buf, size_t size);
+FILE *pb_path_fopen_read(const char *path);
 
 /* ---- files (pbfile.c, elfstore.c, xattrstore.c) ------------------------ */
 

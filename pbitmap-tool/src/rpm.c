@@ -7,7 +7,8 @@
  *
  * rpm runs as a child (posix_spawnp, no shell), with --root and --dbpath
  * passed through.  Paths rpm prints are inside the root: on the host, a
- * file is ROOT + path.
+ * file is ROOT + path, resolved inside ROOT (pb_confine(): a symlink in the
+ * root must not lead the tool to stamp or vouch for a file outside it).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -145,7 +146,7 @@ static char **load_prefixes(const char *root, char **storage)
 
 	snprintf(path, sizeof(path), "%s%s", root ? root : "", PB_RPM_MACROS);
 	*storage = NULL;
-	in = fopen(path, "re");
+	in = pb_path_fopen_read(path);
 	if (!in)
 		return (char **)default_prefixes;
 	while (getline(&line, &cap, in) > 0) {
@@ -211,6 +212,8 @@ int pb_cmd_stamp(int argc, char **argv)
 		return pb_usage_error("stamp: --rpm needs at least one PKG");
 	if (o.all && optind < argc)
 		return pb_usage_error("stamp: --rpm-all takes no PKG");
+	if (o.root && pb_confine(o.root))
+		return PB_EXIT_FAIL;
 	o.pkgs = argv + optind;
 	prefixes = load_prefixes(o.root, &storage);
 	if (rpm_start(&child, &o, list_args)) {
@@ -450,6 +453,8 @@ int pb_cmd_rpm_verify(int argc, char **argv)
 	}
 	if (o.all == (optind < argc))
 		return pb_usage_error("rpm-verify: give PKG... or -a");
+	if (o.root && pb_confine(o.root))
+		return PB_EXIT_FAIL;
 	o.pkgs = argv + optind;
 	if (rpm_start(&child, &o, verify_args))
 		return PB_EXIT_FAIL;
