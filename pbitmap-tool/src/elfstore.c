@@ -41,6 +41,7 @@ struct pb_elf {
 	size_t shnum;
 	uint64_t file_size;
 	uint64_t extent;		/* end of the furthest ELF structure */
+	uint64_t shstrtab_size;		/* bytes of the section name table */
 	size_t pb_index;		/* index of .pbitmap, 0 if none */
 	GElf_Shdr pb_shdr;
 	bool undo_ok;			/* the record's undo data fits the file */
@@ -289,6 +290,8 @@ static int check_ehdr(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		return elf_fail(f, "section header table overlaps the ELF header");
 	if (h->e_shstrndx == SHN_UNDEF)
 		return elf_fail(f, "no section name table");
+	if (h->e_shstrndx == SHN_XINDEX)
+		return elf_fail(f, "extended section numbering (e_shstrndx is SHN_XINDEX) is not supported");
 	if (h->e_shstrndx >= h->e_shnum)
 		return elf_fail(f, "section name table index out of range");
 	if (h->e_shnum >= SHN_LORESERVE - 1)
@@ -349,6 +352,38 @@ static int check_layout(struct pb_file *f, Elf *elf, struct pb_elf *e)
 	return 0;
 }
 
+/*
+ * Stamping copies the section name table and appends ".pbitmap" to it, so
+ * the table must be bytes in the file (not SHT_NOBITS, not compressed) and
+ * a list of names: non-empty and ending with a NUL.  check_layout() has put
+ * it inside the file.  Probes skip reading the last byte: they copy nothing.
+ */
+static int check_shstrtab(struct pb_file *f, Elf *elf, struct pb_elf *e)
+{
+	GElf_Shdr s;
+	unsigned char last;
+
+	if (!gelf_getshdr(elf_getscn(elf, e->ehdr.e_shstrndx), &s))
+		return libelf_fail(f, "unreadable section header of the section name table");
+	if (s.sh_type == SHT_NOBITS)
+		return reject(f, "section name table has no content in the file (SHT_NOBITS)");
+	if (s.sh_type != SHT_STRTAB)
+		return reject(f, "section name table is not a string table (section type %" PRIu32 ")",
+			      (uint32_t)s.sh_type);
+	if (s.sh_flags & SHF_COMPRESSED)
+		return reject(f, "section name table is compressed (SHF_COMPRESSED)");
+	if (s.sh_size == 0)
+		return reject(f, "section name table is empty");
+	e->shstrtab_size = s.sh_size;
+	if (f->open_flags & PB_OPEN_PROBE)
+		return 0;
+	if (pread_full(f->fd, &last, 1, s.sh_offset + s.sh_size - 1))
+		return pb_error_errno(f->path, "read of the section name table");
+	if (last != '\0')
+		return reject(f, "section name table does not end with a NUL byte");
+	return 0;
+}
+
 /* Where the tail of a stamp over @content_size bytes puts each part. */
 struct tail_layout {
 	uint64_t record_offset;
@@ -395,6 +430,34 @@ static bool stamp_consistent(const struct pb_elf *e, const struct pbitmap_header
 	       e->ehdr.e_shoff + (uint64_t)e->shnum * e->ehdr.e_shentsize == end;
 }
 
+/*
+ * Does orig_shoff point at the original section header table?  Stamping
+ * left that table in place and copied it, changing only the entry of the
+ * section name table, so the two must match entry for entry.  This is what
+ * catches a damaged orig_shoff, which stamp_consistent() can only bound;
+ * strip would otherwise write it into the header.  1 yes, 0 no, PB_FAIL.
+ */
+static int original_table_matches(struct pb_file *f, const struct pb_elf *e,
+				  const struct pbitmap_header *h)
+{
+	size_t ent = e->ehdr.e_shentsize, n = le32toh(h->orig_shnum);
+	size_t len = n * ent;
+	unsigned char *orig = malloc(len), *copy = malloc(len);
+	int ret = 1;
+
+	if (!orig || !copy)
+		ret = pb_error_errno(f->path, "malloc");
+	else if (pread_full(f->fd, orig, len, le64toh(h->orig_shoff)) ||
+		 pread_full(f->fd, copy, len, e->ehdr.e_shoff))
+		ret = pb_error_errno(f->path, "read of the section header tables");
+	for (size_t i = 0; ret == 1 && i < n; i++)
+		if (i != e->ehdr.e_shstrndx && memcmp(orig + i * ent, copy + i * ent, ent))
+			ret = 0;
+	free(orig);
+	free(copy);
+	return ret;
+}
+
 static int load_stamp(struct pb_file *f, struct pb_elf *e)
 {
 	uint64_t size = e->pb_shdr.sh_size;
@@ -414,6 +477,16 @@ static int load_stamp(struct pb_file *f, struct pb_elf *e)
 	memcpy(&e->undo, buf, sizeof(e->undo));
 	e->undo_ok = le32toh(e->undo.magic) == PBITMAP_MAGIC &&
 		     stamp_consistent(e, &e->undo);
+	/* Probes never undo: they skip reading the tables. */
+	if (e->undo_ok && !(f->open_flags & PB_OPEN_PROBE)) {
+		int match = original_table_matches(f, e, &e->undo);
+
+		if (match < 0) {
+			free(buf);
+			return PB_FAIL;
+		}
+		e->undo_ok = match;
+	}
 	e->damage = pb_record_check(buf, size);
 	if (!e->damage && le32toh(e->undo.flags) & PBITMAP_F_XATTR)
 		e->damage = "record is marked as an xattr record";
@@ -527,6 +600,8 @@ int pb_elf_inspect(struct pb_file *f)
 		ret = check_ehdr(f, elf, e);
 	if (!ret)
 		ret = check_layout(f, elf, e);
+	if (!ret)
+		ret = check_shstrtab(f, elf, e);
 	if (!ret && e->pb_index)
 		ret = load_stamp(f, e);
 	else if (!ret)
@@ -629,25 +704,24 @@ static unsigned char *grow_strtab(struct pb_file *f, Elf *elf, size_t *size,
 	Elf_Scn *scn = elf_getscn(elf, f->elf->ehdr.e_shstrndx);
 	Elf_Data *d = scn ? elf_rawdata(scn, NULL) : NULL;
 	static const char name[] = PBITMAP_SECTION_NAME;
-	size_t old, pad;
+	size_t old;
 	unsigned char *buf;
 
-	if (!d) {
+	/* check_shstrtab() accepted a non-empty, NUL-terminated table in the file. */
+	if (!d || !d->d_buf || d->d_size != f->elf->shstrtab_size) {
 		libelf_fail(f, "unreadable section name table");
 		return NULL;
 	}
 	old = d->d_size;
-	pad = old && ((const char *)d->d_buf)[old - 1] ? 1 : 0;
-	buf = calloc(1, old + pad + sizeof(name) + !old);
+	buf = malloc(old + sizeof(name));
 	if (!buf) {
 		pb_error_errno(f->path, "malloc");
 		return NULL;
 	}
-	if (old)
-		memcpy(buf, d->d_buf, old);
-	*name_off = old + pad + !old;
-	memcpy(buf + *name_off, name, sizeof(name));
-	*size = *name_off + sizeof(name);
+	memcpy(buf, d->d_buf, old);
+	memcpy(buf + old, name, sizeof(name));
+	*name_off = old;
+	*size = old + sizeof(name);
 	return buf;
 }
 

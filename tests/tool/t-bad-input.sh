@@ -15,9 +15,9 @@
 # Policy refusals must give exit status 3 ("skipped") instead: read-only
 # filesystem, a file being executed (ETXTBSY), immutable and append-only
 # files (ext4 loop image), a security.ima xattr.
-# Finally a stamped file whose planes (or header) were corrupted: verify
-# exits 1 and says "checksum"; strip and add either refuse it untouched or
-# end with the original / a valid stamp.
+# Finally a stamped file whose planes, header or undo data were corrupted:
+# verify exits 1 and says "checksum"; strip and add repair it when the undo
+# data is intact and refuse it untouched when not (see that section).
 # Why: pbitmap runs as root from an rpm file trigger over every installed
 # file; a single write to a file it should not touch is a corrupted system.
 
@@ -168,6 +168,8 @@ EOF
 bad "a section overlapping the section header table" 1 "overlap" "$f"
 f=$(mk shstrndx) && patch_field "$f" e_shstrndx $((shnum + 5))
 bad "e_shstrndx out of range" 1 "shstrndx|string table|section name|out of range|index" "$f"
+f=$(mk shstrndx-xindex) && patch_field "$f" e_shstrndx 0xffff
+bad "e_shstrndx SHN_XINDEX" 1 "extended section numbering|SHN_XINDEX" "$f"
 f=$(mk noshdr) && patch_field "$f" e_shoff 0 && patch_field "$f" e_shnum 0 && patch_field "$f" e_shstrndx 0
 bad "no section headers" 1 "no section header|section header" "$f"
 bad "ET_REL object" 1 "relocatable|ET_REL|object|type|not an executable" "$d/object.o"
@@ -179,6 +181,47 @@ f=$(mk class3) && patch "$f" 4 1 3
 bad "EI_CLASS 3" 1 "class" "$f"
 f=$(mk class0) && patch "$f" 4 1 0
 bad "EI_CLASS 0" 1 "class" "$f"
+
+# The section name table is what `add` copies and grows by ".pbitmap": each
+# way it cannot be a table of names is refused (these crashed `add` before).
+# shstrtab FILE FIELD=VALUE...: patch .shstrtab's section header (Elf64_Shdr);
+# `last=N` stores byte N as the table's last byte instead.
+shstrtab() {
+	python3 - "$TOP/tests" "$@" <<'EOF' || fail "patching .shstrtab of $1"
+import struct, sys
+sys.path.insert(0, sys.argv[1])
+import elfcheck
+path = sys.argv[2]
+data = bytearray(open(path, "rb").read())
+e = elfcheck.Elf(bytes(data))
+sec = e.sections()[e.e_shstrndx]
+hdr = e.e_shoff + e.e_shstrndx * e.e_shentsize
+fields = {"type": (4, "<I"), "flags": (8, "<Q"), "size": (32, "<Q")}
+for arg in sys.argv[3:]:
+    name, value = arg.split("=")
+    if name == "last":
+        data[sec["offset"] + sec["size"] - 1] = int(value, 0)
+    else:
+        off, fmt = fields[name]
+        struct.pack_into(fmt, data, hdr + off, int(value, 0))
+open(path, "wb").write(data)
+EOF
+}
+STRTAB='section name table'
+f=$(mk strtab-nobits) && shstrtab "$f" type=8
+bad "section name table SHT_NOBITS" 1 "$STRTAB.*(NOBITS|no content|not a string table)" "$f"
+f=$(mk strtab-nobits-huge) && shstrtab "$f" type=8 size=0x10000000000
+bad "section name table SHT_NOBITS of 1 TiB" 1 "$STRTAB.*(NOBITS|no content|not a string table)" "$f"
+f=$(mk strtab-progbits) && shstrtab "$f" type=1
+bad "section name table SHT_PROGBITS" 1 "$STRTAB.*not a string table" "$f"
+f=$(mk strtab-empty) && shstrtab "$f" size=0
+bad "section name table empty" 1 "$STRTAB.*empty" "$f"
+f=$(mk strtab-unterminated) && shstrtab "$f" last=0x78
+bad "section name table without a final NUL" 1 "$STRTAB.*(NUL|terminat)" "$f"
+f=$(mk strtab-compressed) && shstrtab "$f" flags=0x800
+bad "section name table SHF_COMPRESSED" 1 "$STRTAB.*compressed" "$f"
+f=$(mk strtab-beyond) && shstrtab "$f" size=$((size))
+bad "section name table beyond the end of the file" 1 "$TRUNC" "$f"
 
 # ---- not regular files -----------------------------------------------------------
 
@@ -269,12 +312,24 @@ bad "a file with security.ima" 3 "ima|signature|signed|integrity" "$d/ima"
 
 # ---- a stamped file with a damaged record -------------------------------------
 
-for where in plane header; do
+# A flipped byte makes the checksum fail, so verify refuses the record.  What
+# strip and add then do depends on whether the undo data (orig_shoff,
+# orig_shnum, orig_shstrndx, content_size, record_offset, tail_size) still
+# describes the file:
+#   plane, header (the `runs` field at 40): the undo data is intact, so strip
+#     restores the original (exit 0) and add replaces the damaged record with
+#     a fresh valid stamp (exit 0) that strips to the original;
+#   undo (a byte of orig_shoff at 56): nothing tells where the original ends,
+#     so strip and add both refuse (exit 1) and leave the file untouched.
+for where in plane header undo; do
 	f=$(mk "corrupt-$where")
 	expect_status 0 "$PBITMAP" add "$f"
 	read -r off rsize < <($ELFCHECK record "$f") || fail "no record after add"
-	# A byte of the first plane, or the header's `runs` field (at 40).
-	if [[ $where == plane ]]; then pos=$((off + 128)); else pos=$((off + 40)); fi
+	case $where in
+	plane) pos=$((off + 128)) ;;
+	header) pos=$((off + 40)) ;;
+	undo) pos=$((off + 56)) ;;
+	esac
 	python3 -c '
 import sys
 with open(sys.argv[1], "r+b") as f:
@@ -287,28 +342,32 @@ with open(sys.argv[1], "r+b") as f:
 	assert_unchanged "$f" "verify"
 	n_cases=$((n_cases + 1))
 	pass "corrupted $where byte (record at $off, $rsize bytes): verify exit 1: $(head -1 "$ERR")"
-	# strip and add on it: either refused (exit 1, file unchanged) or done
-	# right (strip: the original; add: a valid stamp that strips to it).
 	cp "$f" "$f.2"
-	"$PBITMAP" strip "$f" >"$OUT" 2>"$ERR"
-	case $? in
-	0) assert_cmp "$f" "$d/good" ;;
-	1) assert_unchanged "$f" "failed strip" ;;
-	*) fail "strip of a damaged record: exit $?: $(cat "$ERR")" ;;
-	esac
-	pass "corrupted $where byte: strip: $(cmp -s "$f" "$d/good" && echo "gives the original" || echo "refused: $(head -1 "$ERR")")"
 	snapshot "$f.2"
-	"$PBITMAP" add "$f.2" >"$OUT" 2>"$ERR"
-	case $? in
-	0)
+	if [[ $where == undo ]]; then
+		expect_status 1 "$PBITMAP" strip "$f"
+		grep -qF "pbitmap: $f: cannot remove the bitmap" "$ERR" ||
+			fail "strip of a record with damaged undo data: stderr: $(cat "$ERR")"
+		assert_unchanged "$f" "refused strip"
+		pass "corrupted $where byte: strip refused: $(head -1 "$ERR")"
+		expect_status 1 "$PBITMAP" add "$f.2"
+		grep -qF "pbitmap: $f.2: cannot remove the bitmap" "$ERR" ||
+			fail "add on a record with damaged undo data: stderr: $(cat "$ERR")"
+		assert_unchanged "$f.2" "refused add"
+		pass "corrupted $where byte: add refused: $(grep -v '^pbitmap: .*: replacing' "$ERR" | head -1)"
+	else
+		expect_status 0 "$PBITMAP" strip "$f"
+		assert_cmp "$f" "$d/good"
+		pass "corrupted $where byte: strip gives the original"
+		expect_status 0 "$PBITMAP" add "$f.2"
+		grep -qF "pbitmap: $f.2: replacing a damaged bitmap" "$ERR" ||
+			fail "add on a damaged record does not say it replaces it: $(cat "$ERR")"
 		expect_status 0 "$PBITMAP" verify "$f.2"
+		$ELFCHECK stamp "$d/good" "$f.2" >/dev/null || fail "add on a damaged record: bad layout"
 		expect_status 0 "$PBITMAP" strip "$f.2"
 		assert_cmp "$f.2" "$d/good"
-		;;
-	1) assert_unchanged "$f.2" "failed add" ;;
-	*) fail "add on a damaged record: exit $?: $(cat "$ERR")" ;;
-	esac
-	pass "corrupted $where byte: add: $(head -1 "$ERR")"
+		pass "corrupted $where byte: add replaces the record; strip then gives the original"
+	fi
 done
 
 note "$n_cases bad inputs refused, every file left untouched"
