@@ -86,18 +86,14 @@ static void show_text(const struct pb_file *f, const unsigned char *eff)
 	const struct pbitmap_header *h = pb_hdr(r);
 	uint64_t pages = pb_nr_pages(r), marked = pb_count_bits(eff, pages);
 	uint64_t granule = UINT64_C(1) << h->page_shift;
-	char when[64];
+	char when[64], where[128];
 
+	f->store->describe(f, where, sizeof(where));
 	printf("%s:\n", f->path);
-	if (f->kind == PB_KIND_ELF)
-		printf("  stored in    ELF section %s at offset %#" PRIx64 ", %zu bytes\n",
-		       PBITMAP_SECTION_NAME, pb_elf_record_offset(f), r->size);
-	else
-		printf("  stored in    extended attribute %s, %zu bytes uncompressed\n",
-		       PBITMAP_XATTR_NAME, r->size);
+	printf("  stored in    %s\n", where);
 	printf("  content      %" PRIu64 " bytes in %" PRIu64 " pages of %" PRIu64 " bytes\n",
 	       (uint64_t)le64toh(h->content_size), pages, granule);
-	if (f->kind == PB_KIND_DATA && (uint64_t)f->st.st_size != le64toh(h->content_size))
+	if (!f->store->in_content && pb_content_size(f) != le64toh(h->content_size))
 		printf("  note         the file is now %jd bytes; pages past the stamp are not covered\n",
 		       (intmax_t)f->st.st_size);
 	printf("  generations  %u, prefetch when marked in >= %u, newest plane %u\n",
@@ -127,9 +123,9 @@ static void show_json(const struct pb_file *f, const unsigned char *eff)
 
 	printf("{\"file\":");
 	json_string(f->path);
-	printf(",\"kind\":\"%s\"", f->kind == PB_KIND_ELF ? "elf" : "xattr");
-	if (f->kind == PB_KIND_ELF)
-		printf(",\"record_offset\":%" PRIu64, pb_elf_record_offset(f));
+	printf(",\"kind\":\"%s\"", f->store->name);
+	if (f->store->record_offset)
+		printf(",\"record_offset\":%" PRIu64, f->store->record_offset(f));
 	printf(",\"record_size\":%zu,\"content_size\":%" PRIu64 ",\"page_shift\":%u"
 	       ",\"page_size\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"generations\":%u"
 	       ",\"threshold\":%u,\"newest_plane\":%u,\"runs\":%" PRIu64

@@ -11,7 +11,9 @@
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <linux/fs.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -184,6 +186,8 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 	}
 	if (ret)
 		pb_close(f);
+	else
+		f->store = f->kind == PB_KIND_ELF ? &pb_elf_store : &pb_xattr_store;
 	return ret;
 }
 
@@ -395,37 +399,71 @@ static int keeping_meta(struct pb_file *f, int (*op)(struct pb_file *))
 
 int pb_unstamp(struct pb_file *f)
 {
-	if (f->kind == PB_KIND_DATA)
-		return pb_xattr_unstamp(f);
-	if (!pb_elf_is_stamped(f) && !f->interrupted)
-		return PB_NONE;
-	return keeping_meta(f, pb_elf_unstamp);
+	return f->store->unstamp(f);
 }
 
 int pb_save(struct pb_file *f)
 {
-	if (f->kind == PB_KIND_DATA)
-		return pb_xattr_save(f);
-	return keeping_meta(f, pb_elf_save);
+	return f->store->save(f);
 }
 
 uint64_t pb_content_size(const struct pb_file *f)
 {
-	if (f->kind == PB_KIND_ELF)
-		return pb_elf_content_size(f);
-	return (uint64_t)f->st.st_size;
+	return f->store->content_size(f);
 }
 
 int pb_read_original(struct pb_file *f,
 		     int (*sink)(void *ctx, const void *buf, size_t len),
 		     void *ctx)
 {
+	return f->store->read_original(f, sink, ctx);
+}
+
+/* ---- the two stores ------------------------------------------------------ */
+
+static int elf_unstamp(struct pb_file *f)
+{
+	if (!pb_elf_is_stamped(f) && !f->interrupted)
+		return PB_NONE;
+	return keeping_meta(f, pb_elf_unstamp);
+}
+
+static int elf_save(struct pb_file *f)
+{
+	return keeping_meta(f, pb_elf_save);
+}
+
+static void elf_describe(const struct pb_file *f, char *buf, size_t size)
+{
+	snprintf(buf, size, "ELF section %s at offset %#" PRIx64 ", %zu bytes",
+		 PBITMAP_SECTION_NAME, pb_elf_record_offset(f), f->rec.size);
+}
+
+const struct pb_store_ops pb_elf_store = {
+	.name = "elf",
+	.in_content = true,
+	.unstamp = elf_unstamp,
+	.save = elf_save,
+	.content_size = pb_elf_content_size,
+	.read_original = pb_elf_read_original,
+	.record_offset = pb_elf_record_offset,
+	.describe = elf_describe,
+};
+
+static uint64_t data_content_size(const struct pb_file *f)
+{
+	return (uint64_t)f->st.st_size;
+}
+
+/* A data file's bytes are its original: the record is beside them. */
+static int data_read_original(struct pb_file *f,
+			      int (*sink)(void *ctx, const void *buf, size_t len),
+			      void *ctx)
+{
 	size_t chunk = 1 << 20;
 	unsigned char *buf;
 	int ret = 0;
 
-	if (f->kind == PB_KIND_ELF)
-		return pb_elf_read_original(f, sink, ctx);
 	buf = malloc(chunk);
 	if (!buf)
 		return pb_error_errno(f->path, "malloc");
@@ -449,6 +487,22 @@ int pb_read_original(struct pb_file *f,
 	free(buf);
 	return ret;
 }
+
+static void data_describe(const struct pb_file *f, char *buf, size_t size)
+{
+	snprintf(buf, size, "extended attribute %s, %zu bytes uncompressed",
+		 PBITMAP_XATTR_NAME, f->rec.size);
+}
+
+const struct pb_store_ops pb_xattr_store = {
+	.name = "xattr",
+	.in_content = false,
+	.unstamp = pb_xattr_unstamp,
+	.save = pb_xattr_save,
+	.content_size = data_content_size,
+	.read_original = data_read_original,
+	.describe = data_describe,
+};
 
 static int digest_sink(void *ctx, const void *buf, size_t len)
 {

@@ -191,6 +191,38 @@ enum pb_kind {
 					 * could not carry one is PB_NONE, silently */
 
 struct pb_elf;	/* private to elfstore.c */
+struct pb_file;
+
+/*
+ * Where a file keeps its record: in the .pbitmap section of an ELF file
+ * (elfstore.c) or in the user.pbitmap xattr of a data file (xattrstore.c).
+ * pb_open() picks one; the verbs go through it (directly, or through
+ * pb_unstamp(), pb_save() and the other pb_* calls below) and never test
+ * which one a file has.
+ */
+struct pb_store_ops {
+	const char *name;		/* "elf" or "xattr": show --json's "kind" */
+	/*
+	 * The record is part of the file's bytes (ELF): the file's size and
+	 * digest differ from the original's while it is stamped, and the
+	 * record always covers the original content.  An xattr leaves the
+	 * bytes alone, and the file may have been rewritten since.
+	 */
+	bool in_content;
+	int (*unstamp)(struct pb_file *f);
+	int (*save)(struct pb_file *f);
+	uint64_t (*content_size)(const struct pb_file *f);
+	int (*read_original)(struct pb_file *f,
+			     int (*sink)(void *ctx, const void *buf, size_t len),
+			     void *ctx);
+	/* Byte offset of the record in the file; NULL when not in its bytes. */
+	uint64_t (*record_offset)(const struct pb_file *f);
+	/* For `show`: where the record is kept, in words. */
+	void (*describe)(const struct pb_file *f, char *buf, size_t size);
+};
+
+extern const struct pb_store_ops pb_elf_store;
+extern const struct pb_store_ops pb_xattr_store;
 
 struct pb_file {
 	const char *path;
@@ -198,6 +230,7 @@ struct pb_file {
 	unsigned int open_flags;
 	struct stat st;			/* at open time */
 	enum pb_kind kind;
+	const struct pb_store_ops *store; /* set by pb_open() */
 	bool has_record;		/* a valid record was loaded into @rec */
 	bool interrupted;		/* ELF: a stamp was interrupted; repairable */
 	const char *damage;		/* why an existing record is unusable */

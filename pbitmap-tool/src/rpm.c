@@ -303,7 +303,7 @@ static int read_vlines(FILE *in, struct vlines *l)
 	return 0;
 }
 
-/* Flags S or 5 on a file that carries an ELF bitmap: remember it. */
+/* Flags S or 5 on a file whose bytes carry a bitmap (ELF): remember it. */
 static void look_at(struct vline *l, const char *root)
 {
 	const char *path = flagged_path(l->text);
@@ -317,7 +317,7 @@ static void look_at(struct vline *l, const char *root)
 	}
 	if (pb_open(&f, l->host_path, PB_OPEN_QUIET | PB_OPEN_ELF_ONLY | PB_OPEN_PROBE))
 		return;
-	l->stamped = f.kind == PB_KIND_ELF && f.has_record;
+	l->stamped = f.store->in_content && f.has_record;
 	if (l->stamped)
 		l->content_size = pb_content_size(&f);
 	pb_close(&f);
