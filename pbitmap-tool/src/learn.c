@@ -58,13 +58,20 @@ struct task {
 	int sig;	/* stop-all phase: signal to deliver on detach */
 };
 
-/* Pages observed in one file, indexed by file offset / page size. */
+/*
+ * No record describes a file past 2^55 bytes (PBITMAP_MAX_RECORD_SIZE
+ * bytes of bitmap, 1 GiB granules); pages mapped beyond are not learned.
+ */
+#define LEARN_OFFSET_MAX \
+	((uint64_t)PBITMAP_MAX_RECORD_SIZE * 8 << PBITMAP_MAX_PAGE_SHIFT)
+
+/* Pages observed in one file: file offset / page size. */
 struct seen_file {
 	dev_t dev;
 	ino_t ino;
 	char *path;
-	unsigned char *pages;
-	uint64_t nr_bits;	/* capacity of @pages in bits */
+	struct pb_pageset pages;
+	bool told_too_far;	/* the note on pages past LEARN_OFFSET_MAX is out */
 };
 
 struct learner {
@@ -338,22 +345,18 @@ static struct seen_file *file_get(struct learner *L, const struct mapping *m)
 	return sf;
 }
 
-static int mark_page(struct seen_file *sf, uint64_t idx)
+static int mark_page(struct learner *L, struct seen_file *sf, uint64_t idx)
 {
-	if (idx >= sf->nr_bits) {
-		uint64_t bits = sf->nr_bits ? sf->nr_bits : 4096;
-		unsigned char *n;
-
-		while (bits <= idx)
-			bits *= 2;
-		n = realloc(sf->pages, bits / 8);
-		if (!n)
-			return pb_error_errno(sf->path, "malloc");
-		memset(n + sf->nr_bits / 8, 0, (bits - sf->nr_bits) / 8);
-		sf->pages = n;
-		sf->nr_bits = bits;
+	if (idx >= LEARN_OFFSET_MAX / L->page_size) {
+		if (!sf->told_too_far)
+			pb_note(sf->path, "mapped at offset %" PRIu64 ", past the largest "
+				"file a bitmap describes (%" PRIu64 " bytes); not learned there",
+				idx * L->page_size, LEARN_OFFSET_MAX);
+		sf->told_too_far = true;
+		return 0;
 	}
-	pb_set_bit(sf->pages, idx);
+	if (pb_pageset_add(&sf->pages, idx))
+		return pb_error_errno(sf->path, "malloc");
 	return 0;
 }
 
@@ -382,7 +385,7 @@ static void sample_mapping(struct learner *L, int pagemap, const struct mapping 
 				continue;
 			if (!sf)
 				sf = file_get(L, m);
-			if (!sf || mark_page(sf, base + done + i))
+			if (!sf || mark_page(L, sf, base + done + i))
 				return;
 		}
 		done += want;
@@ -768,19 +771,16 @@ static void build_plane(const struct pb_file *f, const struct seen_file *sf,
 {
 	uint64_t nr = pb_nr_pages(&f->rec), content = pb_content_size(f);
 	unsigned int shift = pb_page_shift(&f->rec);
-	uint64_t first, count;
+	uint64_t p;
 
-	for (uint64_t n = 0; pb_next_run(sf->pages, sf->nr_bits, n, &first, &count);
-	     n = first + count) {
-		for (uint64_t p = first; p < first + count; p++) {
-			uint64_t off = p * page_size, g, last;
+	for (uint64_t from = 0; pb_pageset_next(&sf->pages, from, &p); from = p + 1) {
+		uint64_t off = p * page_size, g, last;
 
-			if (off >= content)
-				return;
-			last = (off + page_size - 1) >> shift;
-			for (g = off >> shift; g <= last && g < nr; g++)
-				pb_set_bit(plane, g);
-		}
+		if (off >= content)
+			return;
+		last = (off + page_size - 1) >> shift;
+		for (g = off >> shift; g <= last && g < nr; g++)
+			pb_set_bit(plane, g);
 	}
 }
 
@@ -845,7 +845,7 @@ static void learner_free(struct learner *L)
 {
 	for (size_t i = 0; i < L->nr_files; i++) {
 		free(L->files[i].path);
-		free(L->files[i].pages);
+		pb_pageset_free(&L->files[i].pages);
 	}
 	free(L->files);
 	free(L->tasks);

@@ -8,6 +8,7 @@
  *   pbfile.c   opening files safely, policy checks, metadata preservation
  *   confine.c  --root: every file opened by name is resolved inside the root
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
+ *   pageset.c  sparse sets of page indices (what `record` observed)
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`
  *   rpm.c      `pbitmap stamp` and `pbitmap rpm-verify`: rpm packages
  *   main.c, messages.c, args.c, filelist.c, cmd-*.c: the command line,
@@ -318,6 +319,31 @@ unsigned int pb_xattr_page_shift(uint64_t content_size, unsigned int nr_planes,
 const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r);
 
 /* ---- learning and prefetching (learn.c, prefetch.c) -------------------- */
+
+/*
+ * A sparse set of page indices (pageset.c): memory in proportion to the
+ * pages in it, not to the highest index.  Zero-initialise, then add.
+ */
+#define PB_CHUNK_PAGES	4096	/* pages per chunk: 512 bytes of bitmap */
+
+struct pb_page_chunk {
+	uint64_t base;		/* first page / PB_CHUNK_PAGES */
+	uint64_t bits[PB_CHUNK_PAGES / 64];
+};
+
+struct pb_pageset {
+	struct pb_page_chunk *chunks;	/* sorted by base */
+	size_t nr, cap;
+	size_t last;		/* chunk of the last addition: runs come in order */
+};
+
+/* Add @page.  0, or PB_FAIL with errno set (out of memory). */
+int pb_pageset_add(struct pb_pageset *s, uint64_t page);
+/* The smallest page >= @from in the set, in *@page; false if none. */
+bool pb_pageset_next(const struct pb_pageset *s, uint64_t from, uint64_t *page);
+uint64_t pb_pageset_count(const struct pb_pageset *s);
+void pb_pageset_free(struct pb_pageset *s);
+
 
 /*
  * `add --stdin --summary` with default parameters on the lines of @in, each
