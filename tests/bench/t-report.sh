@@ -1,0 +1,177 @@
+#!/bin/bash
+# t-report: kernel-patch/bench/report.py on a small SYNTHETIC CSV (made up
+# here, not measured): the tables carry the medians, quartiles, ratios,
+# requests/floor, cold/warm, exact p-values with Holm's adjustment, the
+# Hodges-Lehmann shift and the 2008 talk's figures; one non-empty PNG per
+# workload; the same CSV re-draws the same table and pictures; a CSV with a
+# missing column or a run whose output differed is refused with a clear
+# message and leaves the previous output untouched.
+
+source "$(dirname "$0")/benchlib.sh"
+REPORT=$BENCH_DIR/report.py
+cd "$WORK" || fail "cd $WORK"
+
+# SYNTHETIC data, chosen so that every expected figure is known by hand:
+# gcc, 6 runs of off/slurp/full/warm with a request floor of 125; python3,
+# 5 runs of off/full without a floor.  All on one disk model, "iops150".
+"$PYTHON" - <<'EOF' || fail "cannot write the synthetic CSV"
+import csv
+rows = []
+def add(wl, cond, reqs, walls, cache_kb, floor, ok=1):
+    for i, (r, w) in enumerate(zip(reqs, walls), start=1):
+        rows.append([wl, cond, i, "iops150", r, 32 * 2**20, r + 5, cache_kb, w, floor, ok])
+add("gcc", "off",   [300, 310, 320, 330, 340, 350], [2.0, 2.1, 2.2, 2.3, 2.4, 2.5], 40960, 125)
+add("gcc", "slurp", [60, 70, 70, 70, 80, 90], [1.5, 1.6, 1.6, 1.7, 1.8, 1.9], 51200, 125)
+add("gcc", "full",  [150, 155, 160, 165, 170, 175], [2.2, 2.25, 2.3, 2.35, 2.4, 2.45], 30720, 125)
+add("gcc", "warm",  [0, 0, 1, 0, 2, 0], [0.5, 0.5, 0.5, 0.6, 0.6, 0.6], 0, 125)
+add("python3", "off",  [80, 82, 84, 86, 88], [0.60, 0.70, 0.65, 0.62, 0.68], 8192, "")
+add("python3", "full", [40, 41, 42, 43, 44], [0.61, 0.66, 0.59, 0.64, 0.63], 4096, "")
+with open("synthetic.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "floor_requests", "output_ok"])
+    w.writerows(rows)
+EOF
+
+mkdir plots
+"$PYTHON" "$REPORT" synthetic.csv -o table.md --plots plots 2>err ||
+	fail "report.py failed: $(cat err)"
+[[ ! -s err ]] || fail "report.py printed on stderr: $(cat err)"
+cat table.md
+
+"$PYTHON" - table.md "$BENCH_DIR" <<'EOF' || fail "table contents (see above)"
+import statistics, sys
+from fractions import Fraction
+from math import comb
+sys.path.insert(0, sys.argv[2])
+import stats
+
+text = open(sys.argv[1]).read()
+sections = {}          # heading line -> rows
+current = None
+for line in text.splitlines():
+    if line.startswith("### ") or line.endswith(":"):
+        current = line
+    elif line.startswith("| ") and current and not line.startswith("| workload"):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        sections.setdefault(current, {})[(cells[0], cells[1])] = cells
+errors = []
+def want(section, key, column, expected):
+    rows = sections.get(section)
+    if rows is None:
+        errors.append(f"no section {section!r}")
+    elif key not in rows:
+        errors.append(f"{section}: no row {key}")
+    elif rows[key][column] != expected:
+        errors.append(f"{section} {key} column {column}: {rows[key][column]!r}, expected {expected!r}")
+
+fig = "### Disk: iops150"
+# runs, read req, MiB read, maj flt, cache MiB, wall s, req / floor, cold / warm
+want(fig, ("gcc", "off"), 2, "6")
+want(fig, ("gcc", "off"), 3, "325 [312.5, 337.5]")
+want(fig, ("gcc", "off"), 4, "32.0 [32.0, 32.0]")
+want(fig, ("gcc", "off"), 5, "330 [317.5, 342.5]")
+want(fig, ("gcc", "off"), 6, "40.0 [40.0, 40.0]")
+want(fig, ("gcc", "off"), 7, "2.25 [2.12, 2.38]")
+want(fig, ("gcc", "off"), 8, "2.60")            # median of 300/125 ... 350/125
+want(fig, ("gcc", "off"), 9, "4.09x")           # 2.25 / 0.55
+want(fig, ("gcc", "slurp"), 3, "70 [70, 77.5]")
+want(fig, ("gcc", "full"), 8, "1.30")           # 162.5 / 125
+want(fig, ("gcc", "warm"), 9, "1.00x")
+want(fig, ("python3", "off"), 3, "84 [82, 86]")
+want(fig, ("python3", "off"), 8, "-")           # no floor given
+want(fig, ("python3", "off"), 9, "-")           # no warm runs
+
+# Against off: 8 comparisons (gcc: 3 conditions, python3: 1; x 2 figures).
+vs = "Against `off` (iops150):"
+want(vs, ("gcc", "full"), 2, "0.50x")           # 162.5 / 325
+want(vs, ("gcc", "slurp"), 2, "0.22x")          # 70 / 325
+# No overlap, 6 against 6: p = 2/C(12,6) = 0.00216; five such, and Holm
+# multiplies the smallest by 8.
+assert Fraction(2, comb(12, 6)) * 8 < Fraction(1, 50)
+for cond in ("slurp", "full", "warm"):
+    want(vs, ("gcc", cond), 3, "0.002")
+    want(vs, ("gcc", cond), 4, "0.017 *")
+want(vs, ("gcc", "slurp"), 7, "0.002")
+want(vs, ("gcc", "slurp"), 8, "0.017 *")
+# python3 requests: no overlap, 5 against 5: p = 2/252, sixth smallest of
+# 8, Holm factor 3: 0.0238.
+want(vs, ("python3", "full"), 3, "0.008")
+want(vs, ("python3", "full"), 4, "0.024 *")
+# Overlapping wall times: the p the module computes, not significant.
+off_wall = [0.60, 0.70, 0.65, 0.62, 0.68]
+full_wall = [0.61, 0.66, 0.59, 0.64, 0.63]
+p = stats.rank_sum_test(off_wall, full_wall).p_value
+want(vs, ("python3", "full"), 7, f"{p:.3f}")
+cell = sections[vs][("python3", "full")][8]
+if cell.endswith("*") or float(cell) < p:
+    errors.append(f"python3 full wall Holm p {cell!r} (raw {p:.3f}) marked significant or below raw")
+# Hodges-Lehmann shift of requests: median of the 36 differences full - off.
+off_req = [300, 310, 320, 330, 340, 350]
+full_req = [150, 155, 160, 165, 170, 175]
+hl = statistics.median(f - o for o in off_req for f in full_req)
+shift = sections[vs][("gcc", "full")][5]
+if not shift.startswith(f"{hl:g} ["):
+    errors.append(f"gcc full request shift {shift!r}, expected {hl:g} [lo, hi]")
+lo, hi = (float(v) for v in shift.split("[")[1].rstrip("]").split(","))
+if not lo <= hl <= hi < 0:
+    errors.append(f"gcc full request interval {shift!r} does not hold {hl} below 0")
+if ("gcc", "off") in sections[vs]:
+    errors.append("off compared with itself")
+
+# Beside the 2008 talk: our change, the talk's means and its change.
+talk = "iops150:"
+want(talk, ("gcc", "slurp"), 3, "-26.7%")       # 1.65 vs 2.25
+want(talk, ("gcc", "slurp"), 5, "+25.0%")       # 50 vs 40 MiB
+want(talk, ("gcc", "off"), 6, "1.57 [sd 0.05]")
+want(talk, ("gcc", "slurp"), 7, "-9.6%")        # 1.42 vs 1.57
+want(talk, ("gcc", "slurp"), 9, "+20.4%")       # 6968 vs 5787
+want(talk, ("gcc", "full"), 6, "")              # the talk had no such condition
+want(talk, ("python3", "off"), 6, "")
+if "significance level 0.05" not in text or "Holm" not in text:
+    errors.append("the method (level, Holm) is not stated")
+for e in errors:
+    print("table:", e)
+sys.exit(1 if errors else 0)
+EOF
+echo "ok: table figures"
+
+for wl in gcc python3; do
+	[[ -s plots/$wl.png ]] || fail "plots/$wl.png missing or empty"
+	[[ $(head -c 8 "plots/$wl.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
+		fail "plots/$wl.png is not a PNG"
+done
+[[ $(find plots -type f | wc -l) == 2 ]] || fail "expected 2 files in plots/: $(ls -a plots)"
+echo "ok: one PNG per workload"
+
+# Re-drawn from the same CSV: byte for byte the same table and pictures.
+mkdir plots2
+"$PYTHON" "$REPORT" synthetic.csv --plots plots2 >table2.md || fail "second run failed"
+cmp table.md table2.md || fail "the table differs between two runs on the same CSV"
+for wl in gcc python3; do
+	cmp "plots/$wl.png" "plots2/$wl.png" || fail "$wl.png differs between two runs"
+done
+echo "ok: re-drawn identically"
+
+# Refused input: clear message, exit 1, previous output left as it was.
+echo "previous table" >kept.md
+cut -d, -f1-8,10- synthetic.csv >no-wall.csv
+"$PYTHON" "$REPORT" no-wall.csv -o kept.md 2>err && fail "a CSV without wall_s was accepted"
+grep -qx "report: no-wall.csv: missing column(s): wall_s" err || fail "message: $(cat err)"
+[[ $(cat kept.md) == "previous table" ]] || fail "kept.md changed on a refused CSV"
+
+sed '5s/,1$/,0/' synthetic.csv >bad-output.csv
+"$PYTHON" "$REPORT" bad-output.csv -o kept.md 2>err && fail "a run with output_ok 0 was accepted"
+grep -q "^report: bad-output.csv: 1 run(s) with output_ok false (line 5)" err || fail "message: $(cat err)"
+[[ $(cat kept.md) == "previous table" ]] || fail "kept.md changed on a refused CSV"
+"$PYTHON" "$REPORT" bad-output.csv --drop-bad-output -o kept.md 2>err || fail "--drop-bad-output: $(cat err)"
+grep -q "^Left out (--drop-bad-output): 1 run(s) .*: gcc/off/iops150 run 4\.$" kept.md ||
+	fail "--drop-bad-output does not list the run left out"
+grep -q "^| gcc      | off       |    5 |" kept.md || fail "--drop-bad-output kept the run"
+
+sed '3s/,310,/,x10,/' synthetic.csv >bad-number.csv
+"$PYTHON" "$REPORT" bad-number.csv 2>err >/dev/null && fail "a non-numeric count was accepted"
+grep -qx "report: bad-number.csv: line 3: read_requests is not a number: 'x10'" err ||
+	fail "message: $(cat err)"
+[[ -z $(find . -name '.report.*') ]] || fail "temporary files left behind"
+echo "ok: bad input refused"
