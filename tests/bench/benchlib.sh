@@ -18,6 +18,7 @@ export LC_ALL=C
 TOP=${TOP:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
 PYTHON=${PYTHON:-/usr/bin/python3}
 BENCH_DIR=$TOP/kernel-patch/bench
+export TOP PYTHON BENCH_DIR
 TEST_NAME=$(basename "$0" .sh)
 
 fail() {

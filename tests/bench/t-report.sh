@@ -7,6 +7,7 @@
 # missing column or a run whose output differed is refused with a clear
 # message and leaves the previous output untouched.
 
+# shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
 REPORT=$BENCH_DIR/report.py
 cd "$WORK" || fail "cd $WORK"

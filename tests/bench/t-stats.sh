@@ -4,6 +4,7 @@
 # 004's 2/C(40,20), brute-force enumeration, scipy, published R output),
 # Hodges-Lehmann shift and its exact interval, Holm, median/IQR.
 
+# shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
 
 "$PYTHON" "$TOP/tests/bench/test_stats.py" >"$WORK/log" 2>&1
