@@ -7,6 +7,7 @@
  *   xattrstore.c the record in the user.pbitmap xattr of a data file
  *   pbfile.c   opening files safely, policy checks, metadata preservation
  *   confine.c  --root: every file opened by name is resolved inside the root
+ *   digest.c   digests of the original bytes (OpenSSL; not in pbitmap-run)
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
  *   pageset.c  sparse sets of page indices (what `record` observed)
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`

@@ -674,7 +674,7 @@ static ssize_t try_dirs(struct loadset *ls, const char *const *dirs, size_t n,
 {
 	ssize_t ret = OBJ_ABSENT;
 
-	for (size_t i = 0; (n ? i < n : dirs[i] != NULL) && ret < 0 && ret != OBJ_FAIL; i++)
+	for (size_t i = 0; (n ? i < n : dirs && dirs[i]) && ret < 0 && ret != OBJ_FAIL; i++)
 		ret = try_dir(ls, dirs[i], name, loader);
 	return ret;
 }
@@ -823,7 +823,8 @@ static ssize_t search(struct loadset *ls, const char *name, size_t loader)
 	}
 	if (ret < 0 && ret != OBJ_FAIL) {
 		conf = conf_dirs(ls);
-		ret = try_dirs(ls, (const char *const *)conf->v, conf->n, name, loader);
+		if (conf->n)	/* no ld.so.conf (a chroot): none */
+			ret = try_dirs(ls, (const char *const *)conf->v, conf->n, name, loader);
 	}
 	if (ret < 0 && ret != OBJ_FAIL && !nodeflib)
 		ret = try_dirs(ls, default_dirs(ls), 0, name, loader);

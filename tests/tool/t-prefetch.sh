@@ -19,6 +19,13 @@
 #     pages resident).  For those programs and for python3.11, clang and
 #     eu-elflint, the set of files (by inode) equals ldd's.
 #   - run's exit status is CMD's; 127 for a command that does not exist.
+#   - The launcher, pbitmap-run (statically linked), makes no more read
+#     requests than a direct start of a program with six libraries, all
+#     stamped and learned, from a cold cache (medians of 7 interleaved runs
+#     each, on a loop device holding everything either start reads:
+#     coldstart.sh).  `pbitmap run`, with its four libraries, made more
+#     (issue 14, defect 9).  Set RUN_LAUNCHER=BINARY RUN_VERB=run to measure
+#     another launcher the same way.
 # Everything is evicted per file with POSIX_FADV_DONTNEED (nothing else on
 # the machine is disturbed); tmpfs cannot evict, so the test refuses it.
 
@@ -288,3 +295,33 @@ expect_status 127 "$PBITMAP" run -- no-such-command-pbitmap
 grep -q "no-such-command-pbitmap" "$ERR" || fail "run does not name the missing command"
 expect_status 2 "$PBITMAP" run
 pass "run: CMD's exit status; 127 when CMD does not exist; usage 2"
+
+# ---- the launcher: no more reads than a direct start, cold ----------------------------
+
+RUN_LAUNCHER=${RUN_LAUNCHER:-$TOP/build/pbitmap-run}
+[[ -x $RUN_LAUNCHER && -x $TOP/build/pbitmap ]] ||
+	fail "$RUN_LAUNCHER or build/pbitmap missing (make build/pbitmap; not the sanitizer build:
+its own libraries would be counted)"
+source "$TOP/tests/tool/coldstart.sh"
+coldfs_setup "$(tmpdir)"
+coldfs_add_binary "$TOP/build/pbitmap"	# record runs inside the chroot
+cp "$RUN_LAUNCHER" "$CS_ROOT/usr/bin/launcher" || fail "cp $RUN_LAUNCHER"
+coldfs_add_binary "$RUN_LAUNCHER"
+coldfs_learn
+launch=(/usr/bin/launcher ${RUN_VERB:-})
+chroot "$CS_ROOT" "${launch[@]}" -v -- /usr/bin/prog >/dev/null 2>"$d/.launch" ||
+	fail "${launch[*]} -v -- /usr/bin/prog: $(cat "$d/.launch")"
+grep -q ': /usr/bin/prog: 8 files to load, 8 with a bitmap;' "$d/.launch" ||
+	fail "the launcher did not find the 8 stamped files: $(cat "$d/.launch")"
+direct=() launched=()
+for _ in 1 2 3 4 5 6 7; do
+	read -r r _ < <(cold_reads /usr/bin/prog) || exit 1
+	direct+=("$r")
+	read -r r _ < <(cold_reads "${launch[@]}" -- /usr/bin/prog) || exit 1
+	launched+=("$r")
+done
+md=$(median "${direct[@]}")
+ml=$(median "${launched[@]}")
+note "cold read requests of prog (6 libraries): direct ${direct[*]} (median $md); ${launch[*]} ${launched[*]} (median $ml)"
+((ml <= md)) || fail "the launcher made more read requests than a direct start: $ml > $md"
+pass "cold start through the launcher: median $ml read requests, direct $md"

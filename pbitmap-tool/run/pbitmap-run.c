@@ -1,0 +1,38 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmap-run: `pbitmap run` as a launcher of its own.
+ *
+ * A launcher's start-up is on the critical path of the program it starts:
+ * every page of its own code and libraries it faults in from a cold disk
+ * is a read request the program itself would not have made.  `pbitmap`
+ * links libelf, libzstd, libz and libcrypto (for digests) and its dynamic
+ * loading alone costs more requests than prefetching saves on a small
+ * program.  This binary is linked statically, from the same run code
+ * (prefetch.c) and only the modules that reading a bitmap needs, so that
+ * starting it reads one file, and few pages of it.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "pbitmap.h"
+
+static const char usage[] =
+	"Usage: pbitmap-run [-v|-q] [--] CMD [ARG...]\n"
+	"Prefetch the marked pages of CMD, its interpreter and the libraries it\n"
+	"loads (found as ld.so finds them), then execute CMD.  Same as\n"
+	"`pbitmap run`, with a smaller start-up.  See pbitmap(1).\n";
+
+int main(int argc, char **argv)
+{
+	pb_progname = "pbitmap-run";
+	if (argc == 2 && !strcmp(argv[1], "--help")) {
+		fputs(usage, stdout);
+		return PB_EXIT_OK;
+	}
+	if (argc == 2 && !strcmp(argv[1], "--version")) {
+		printf("pbitmap-run %s (format version %d)\n", PBITMAP_VERSION_STRING,
+		       PBITMAP_VERSION);
+		return PB_EXIT_OK;
+	}
+	return pb_cmd_run(argc, argv);
+}
