@@ -10,6 +10,12 @@
  *
  * Each object is prefetched before its dynamic section is read, so the
  * few synchronous reads this needs overlap the readahead already issued.
+ *
+ * The lookup is ld.so's own, done here (DT_RPATH, LD_LIBRARY_PATH,
+ * DT_RUNPATH, /etc/ld.so.cache, the default directories, glibc-hwcaps
+ * subdirectories), not asked of ldd: ldd runs the loader, which maps every
+ * library, reading synchronously the very pages the prefetch is meant to
+ * request ahead in one go, and it runs the program's own interpreter.
  */
 #include <elf.h>
 #include <endian.h>
@@ -17,7 +23,6 @@
 #include <fcntl.h>
 #include <gelf.h>
 #include <getopt.h>
-#include <glob.h>
 #include <inttypes.h>
 #include <libgen.h>
 #include <limits.h>
@@ -193,8 +198,11 @@ struct loadset {
 	int elf_class;		/* of the executable: every object must match */
 	unsigned int machine;
 	bool secure;		/* set-id executable: no LD_LIBRARY_PATH, LD_PRELOAD */
-	bool conf_read;
-	struct strv conf_dirs;	/* from /etc/ld.so.conf */
+	const char *hwcaps[4];	/* glibc-hwcaps subdirectories searched, best first */
+	size_t nr_hwcaps;
+	bool cache_read;
+	unsigned char *cache;	/* /etc/ld.so.cache, NULL if absent or unusable */
+	size_t cache_size, cache_base;	/* the "glibc-ld.so.cache1.1" header's offset */
 	uint64_t files, extents, bytes;
 };
 
@@ -218,7 +226,7 @@ static void loadset_free(struct loadset *ls)
 	for (size_t i = 0; i < ls->nr; i++)
 		object_free(&ls->objs[i]);
 	free(ls->objs);
-	strv_free(&ls->conf_dirs);
+	free(ls->cache);
 }
 
 /* ---- dynamic string tokens ---------------------------------------------- */
@@ -514,6 +522,30 @@ static struct object *new_object(struct loadset *ls)
 	return &ls->objs[ls->nr];
 }
 
+/*
+ * glibc (2.33 on) looks in DIR/glibc-hwcaps/SUBDIR/ before DIR itself, for
+ * every directory it searches, SUBDIR running over the ISA levels the CPU
+ * supports, best first (`ld.so --help` lists them).  The x86-64 levels are
+ * the ones known here.  The legacy hwcaps subdirectories (tls/, x86_64/,
+ * haswell/), which glibc 2.37 dropped and Debian 12 does not use, are not
+ * searched.
+ */
+static void find_hwcaps(struct loadset *ls)
+{
+	ls->nr_hwcaps = 0;
+#if defined(__x86_64__)
+	if (ls->machine != EM_X86_64 || ls->elf_class != ELFCLASS64)
+		return;
+	__builtin_cpu_init();
+	if (__builtin_cpu_supports("x86-64-v4"))
+		ls->hwcaps[ls->nr_hwcaps++] = "x86-64-v4";
+	if (__builtin_cpu_supports("x86-64-v3"))
+		ls->hwcaps[ls->nr_hwcaps++] = "x86-64-v3";
+	if (__builtin_cpu_supports("x86-64-v2"))
+		ls->hwcaps[ls->nr_hwcaps++] = "x86-64-v2";
+#endif
+}
+
 /* Is @elf something the executable can load?  Sets the class for the executable. */
 static int check_compatible(struct loadset *ls, Elf *elf, bool exe)
 {
@@ -525,6 +557,7 @@ static int check_compatible(struct loadset *ls, Elf *elf, bool exe)
 	if (exe) {
 		ls->elf_class = cls;
 		ls->machine = eh.e_machine;
+		find_hwcaps(ls);
 		return 0;
 	}
 	return (cls == ls->elf_class && eh.e_machine == ls->machine) ? 0 : OBJ_MISMATCH;
@@ -628,18 +661,35 @@ static const char *const *default_dirs(const struct loadset *ls)
 	return ls->elf_class == ELFCLASS64 ? default_dirs_64 : default_dirs_32;
 }
 
-/* Try DIR/NAME; see load_object() for the result. */
-static ssize_t try_dir(struct loadset *ls, const char *dir, const char *name, size_t loader)
+/* Try DIR/SUB/NAME (SUB empty or ending in '/'); see load_object() for the result. */
+static ssize_t try_path(struct loadset *ls, const char *dir, const char *sub, const char *name,
+			size_t loader)
 {
 	char *path;
 	ssize_t ret;
 
-	if (asprintf(&path, "%s/%s", *dir ? dir : ".", name) < 0) {
+	if (asprintf(&path, "%s/%s%s", *dir ? dir : ".", sub, name) < 0) {
 		pb_error_errno(name, "malloc");
 		return OBJ_FAIL;
 	}
 	ret = load_object(ls, path, loader, name);
 	free(path);
+	return ret;
+}
+
+/* Try DIR's glibc-hwcaps subdirectories, best first, then DIR itself. */
+static ssize_t try_dir(struct loadset *ls, const char *dir, const char *name, size_t loader)
+{
+	ssize_t ret = OBJ_ABSENT;
+
+	for (size_t i = 0; i < ls->nr_hwcaps && ret < 0 && ret != OBJ_FAIL; i++) {
+		char sub[64];
+
+		snprintf(sub, sizeof(sub), "glibc-hwcaps/%s/", ls->hwcaps[i]);
+		ret = try_path(ls, dir, sub, name, loader);
+	}
+	if (ret < 0 && ret != OBJ_FAIL)
+		ret = try_path(ls, dir, "", name, loader);
 	return ret;
 }
 
@@ -669,92 +719,203 @@ static ssize_t try_list(struct loadset *ls, const char *list, const char *seps,
 	return ret;
 }
 
-static ssize_t try_dirs(struct loadset *ls, const char *const *dirs, size_t n,
-			const char *name, size_t loader)
+static ssize_t try_dirs(struct loadset *ls, const char *const *dirs, const char *name,
+			size_t loader)
 {
 	ssize_t ret = OBJ_ABSENT;
 
-	for (size_t i = 0; (n ? i < n : dirs && dirs[i]) && ret < 0 && ret != OBJ_FAIL; i++)
+	for (size_t i = 0; dirs[i] && ret < 0 && ret != OBJ_FAIL; i++)
 		ret = try_dir(ls, dirs[i], name, loader);
 	return ret;
 }
 
-/* ---- /etc/ld.so.conf ------------------------------------------------------ */
+/* ---- /etc/ld.so.cache ------------------------------------------------------ */
 
-static void conf_read(struct strv *dirs, const char *file, int depth);
+/*
+ * ld.so does not read /etc/ld.so.conf: it looks a name up in the cache
+ * ldconfig built from it (sysdeps/generic/dl-cache.h in glibc), then goes on
+ * to the default directories.  So does this.  The format: an optional old
+ * "ld.so-1.7.0" part, then the header below, its entries sorted by name and
+ * the strings, offsets counting from the header; an entry whose hwcap field
+ * is CACHE_HWCAP_EXTENSION plus an index names a glibc-hwcaps subdirectory
+ * through the extension section of tag CACHE_EXT_GLIBC_HWCAPS.
+ */
+#define CACHE_MAGIC_OLD		"ld.so-1.7.0"
+#define CACHE_MAGIC_NEW		"glibc-ld.so.cache1.1"
+#define CACHE_EXT_MAGIC		0xeaa42174u
+#define CACHE_EXT_GLIBC_HWCAPS	1
+#define CACHE_HWCAP_EXTENSION	(1ull << 62)
+#define CACHE_FLAG_TYPE_MASK	0x00ff
+#define CACHE_FLAG_ELF_LIBC6	0x0003
+#define CACHE_FLAG_ARCH_MASK	0xff00
+#define CACHE_FLAG_X8664_LIB64	0x0300
+#define CACHE_FLAG_AARCH64_LIB64 0x0a00
 
-/* "include PATTERN...": relative patterns are relative to the including file. */
-static void conf_include(struct strv *dirs, const char *file, char *patterns, int depth)
+struct cache_header {
+	char magic[20];
+	uint32_t nlibs, len_strings;
+	uint8_t flags, pad[3];
+	uint32_t extension_offset, unused[3];
+};
+
+struct cache_entry {
+	int32_t flags;
+	uint32_t key, value, osversion;
+	uint64_t hwcap;
+};
+
+struct cache_ext_section {
+	uint32_t tag, flags, offset, size;
+};
+
+static void cache_load(struct loadset *ls)
 {
-	char *copy = strdup(file), *base = copy ? dirname(copy) : NULL, *pat;
+	struct stat st;
+	size_t base = 0;
+	ssize_t n;
+	int fd;
 
-	while (base && (pat = strsep(&patterns, " \t")) != NULL) {
-		char *full = NULL;
-		glob_t g;
+	ls->cache_read = true;
+	fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(struct cache_header) ||
+	    st.st_size > (64 << 20) || !(ls->cache = malloc((size_t)st.st_size))) {
+		close(fd);
+		return;
+	}
+	n = pread(fd, ls->cache, (size_t)st.st_size, 0);
+	close(fd);
+	ls->cache_size = n > 0 ? (size_t)n : 0;
+	if (ls->cache_size >= 16 && !memcmp(ls->cache, CACHE_MAGIC_OLD, sizeof(CACHE_MAGIC_OLD) - 1)) {
+		uint32_t nold;
 
-		if (!*pat)
+		memcpy(&nold, ls->cache + 12, sizeof(nold));
+		base = 16 + (size_t)nold * 12;	/* old entries: flags, key, value */
+	}
+	if (base > ls->cache_size || ls->cache_size - base < sizeof(struct cache_header) ||
+	    memcmp(ls->cache + base, CACHE_MAGIC_NEW, sizeof(CACHE_MAGIC_NEW) - 1)) {
+		free(ls->cache);	/* not a format ld.so would use either */
+		ls->cache = NULL;
+		return;
+	}
+	ls->cache_base = base;
+}
+
+/* The NUL-terminated string at @off from the header, or NULL. */
+static const char *cache_string(const struct loadset *ls, uint64_t off)
+{
+	uint64_t at = ls->cache_base + off;
+
+	if (at >= ls->cache_size || !memchr(ls->cache + at, 0, ls->cache_size - at))
+		return NULL;
+	return (const char *)ls->cache + at;
+}
+
+/* The glibc-hwcaps subdirectory of extension index @idx, or NULL. */
+static const char *cache_hwcaps_name(const struct loadset *ls, const struct cache_header *h,
+				     uint32_t idx)
+{
+	uint64_t at = ls->cache_base + h->extension_offset;
+	uint32_t magic, count, off;
+
+	if (!h->extension_offset || at + 8 > ls->cache_size)
+		return NULL;
+	memcpy(&magic, ls->cache + at, 4);
+	memcpy(&count, ls->cache + at + 4, 4);
+	if (magic != CACHE_EXT_MAGIC)
+		return NULL;
+	for (uint32_t i = 0; i < count; i++) {
+		struct cache_ext_section sec;
+		uint64_t s = at + 8 + (uint64_t)i * sizeof(sec);
+
+		if (s + sizeof(sec) > ls->cache_size)
+			return NULL;
+		memcpy(&sec, ls->cache + s, sizeof(sec));
+		if (sec.tag != CACHE_EXT_GLIBC_HWCAPS || (uint64_t)idx * 4 + 4 > sec.size ||
+		    ls->cache_base + (uint64_t)sec.offset + sec.size > ls->cache_size)
 			continue;
-		if (pat[0] != '/' && asprintf(&full, "%s/%s", base, pat) < 0)
+		memcpy(&off, ls->cache + ls->cache_base + sec.offset + (uint64_t)idx * 4, 4);
+		return cache_string(ls, off);
+	}
+	return NULL;
+}
+
+/* The cache's flags for objects of the executable's kind; -1: any. */
+static int cache_arch(const struct loadset *ls)
+{
+	if (ls->machine == EM_X86_64 && ls->elf_class == ELFCLASS64)
+		return CACHE_FLAG_X8664_LIB64;
+	if (ls->machine == EM_386)
+		return 0;
+	if (ls->machine == EM_AARCH64)
+		return CACHE_FLAG_AARCH64_LIB64;
+	return -1;
+}
+
+/* Rank of an entry as ld.so ranks them: 0 unusable, higher is better. */
+static size_t cache_rank(const struct loadset *ls, const struct cache_header *h,
+			 const struct cache_entry *e)
+{
+	const char *sub;
+
+	if ((e->flags & CACHE_FLAG_TYPE_MASK) != CACHE_FLAG_ELF_LIBC6 ||
+	    (cache_arch(ls) >= 0 && (e->flags & CACHE_FLAG_ARCH_MASK) != cache_arch(ls)))
+		return 0;
+	if (!e->hwcap)
+		return 1;	/* the directory itself */
+	if ((e->hwcap >> 32) != (CACHE_HWCAP_EXTENSION >> 32))
+		return 0;	/* a legacy hwcaps subdirectory: not searched (see find_hwcaps) */
+	sub = cache_hwcaps_name(ls, h, (uint32_t)e->hwcap);
+	for (size_t i = 0; sub && i < ls->nr_hwcaps; i++)
+		if (!strcmp(sub, ls->hwcaps[i]))
+			return 1 + ls->nr_hwcaps - i;
+	return 0;	/* a level this CPU lacks */
+}
+
+/* The path the cache gives for @name, or NULL. */
+static const char *cache_lookup(struct loadset *ls, const char *name)
+{
+	const struct cache_header *h;
+	const char *best = NULL;
+	size_t best_rank = 0;
+
+	if (!ls->cache_read)
+		cache_load(ls);
+	if (!ls->cache)
+		return NULL;
+	h = (const struct cache_header *)(ls->cache + ls->cache_base);
+	for (uint64_t i = 0; i < h->nlibs; i++) {
+		uint64_t at = ls->cache_base + sizeof(*h) + i * sizeof(struct cache_entry);
+		struct cache_entry e;
+		const char *key, *value;
+		size_t rank;
+
+		if (at + sizeof(e) > ls->cache_size)
 			break;
-		if (glob(full ? full : pat, 0, NULL, &g) == 0) {
-			for (size_t i = 0; i < g.gl_pathc; i++)
-				conf_read(dirs, g.gl_pathv[i], depth + 1);
-			globfree(&g);
+		memcpy(&e, ls->cache + at, sizeof(e));
+		key = cache_string(ls, e.key);
+		if (!key || strcmp(key, name))
+			continue;
+		value = cache_string(ls, e.value);
+		rank = value ? cache_rank(ls, h, &e) : 0;
+		if (rank > best_rank) {
+			best = value;
+			best_rank = rank;
 		}
-		free(full);
 	}
-	free(copy);
+	return best;
 }
 
-/* One line of an ld.so.conf file: a directory, an include or hwcap. */
-static void conf_line(struct strv *dirs, const char *file, char *line, int depth)
+/* Is @path in one of the default directories (for DF_1_NODEFLIB)? */
+static bool in_default_dir(const struct loadset *ls, const char *path)
 {
-	char *end;
+	const char *slash = strrchr(path, '/');
 
-	line[strcspn(line, "#\n")] = '\0';
-	line += strspn(line, " \t");
-	end = line + strlen(line);
-	while (end > line && (end[-1] == ' ' || end[-1] == '\t'))
-		*--end = '\0';
-	if (!*line)
-		return;
-	if (!strncmp(line, "include", 7) && (line[7] == ' ' || line[7] == '\t')) {
-		conf_include(dirs, file, line + 8, depth);
-		return;
-	}
-	if (!strncmp(line, "hwcap", 5) && (line[5] == ' ' || line[5] == '\t'))
-		return;
-	line[strcspn(line, "=")] = '\0';	/* old "DIR=TYPE" syntax */
-	end = line + strlen(line);
-	while (end > line + 1 && end[-1] == '/')
-		*--end = '\0';
-	strv_push(dirs, strdup(line));
-}
-
-static void conf_read(struct strv *dirs, const char *file, int depth)
-{
-	char *line = NULL;
-	size_t cap = 0;
-	FILE *fp;
-
-	if (depth > 8)	/* include loops */
-		return;
-	fp = fopen(file, "re");
-	if (!fp)
-		return;
-	while (getline(&line, &cap, fp) > 0)
-		conf_line(dirs, file, line, depth);
-	free(line);
-	fclose(fp);
-}
-
-static const struct strv *conf_dirs(struct loadset *ls)
-{
-	if (!ls->conf_read) {
-		ls->conf_read = true;
-		conf_read(&ls->conf_dirs, "/etc/ld.so.conf", 0);
-	}
-	return &ls->conf_dirs;
+	for (const char *const *d = default_dirs(ls); slash && *d; d++)
+		if (strlen(*d) == (size_t)(slash - path) && !strncmp(path, *d, (size_t)(slash - path)))
+			return true;
+	return false;
 }
 
 /* ---- resolving DT_NEEDED ----------------------------------------------------- */
@@ -803,7 +964,7 @@ static ssize_t search_rpaths(struct loadset *ls, const char *name, size_t loader
 static ssize_t search(struct loadset *ls, const char *name, size_t loader)
 {
 	const char *llp = ls->secure ? NULL : getenv("LD_LIBRARY_PATH");
-	const struct strv *conf;
+	const char *cached;
 	char *runpath = NULL, *origin = NULL;
 	bool nodeflib = ls->objs[loader].nodeflib;
 	ssize_t ret = OBJ_ABSENT;
@@ -822,12 +983,13 @@ static ssize_t search(struct loadset *ls, const char *name, size_t loader)
 		free(origin);
 	}
 	if (ret < 0 && ret != OBJ_FAIL) {
-		conf = conf_dirs(ls);
-		if (conf->n)	/* no ld.so.conf (a chroot): none */
-			ret = try_dirs(ls, (const char *const *)conf->v, conf->n, name, loader);
+		/* ld.so skips a cached object in a default directory under nodeflib */
+		cached = cache_lookup(ls, name);
+		if (cached && !(nodeflib && in_default_dir(ls, cached)))
+			ret = load_object(ls, cached, loader, name);
 	}
 	if (ret < 0 && ret != OBJ_FAIL && !nodeflib)
-		ret = try_dirs(ls, default_dirs(ls), 0, name, loader);
+		ret = try_dirs(ls, default_dirs(ls), name, loader);
 	return ret;
 }
 

@@ -29,6 +29,7 @@ CS_LIBDIR=/usr/lib/x86_64-linux-gnu
 
 coldfs_setup() {
 	local dir=$1 img dev
+	[[ -n $dir && -d $dir ]] || fail "coldfs_setup: no directory '$dir'"
 	img=$dir/coldfs.img
 	truncate -s 96M "$img" || fail "truncate $img"
 	mkfs.ext4 -q -F "$img" || fail "mkfs.ext4 $img"

@@ -18,6 +18,13 @@
 #     32-bit library of the same name; they are prefetched (extents > 0,
 #     pages resident).  For those programs and for python3.11, clang and
 #     eu-elflint, the set of files (by inode) equals ldd's.
+#   - Libraries in glibc-hwcaps subdirectories (glibc 2.33+): a DT_RPATH
+#     directory with a copy of libpbtb.so in glibc-hwcaps/x86-64-v2/ (which
+#     ld.so prefers on any CPU of that level), and in a chroot whose
+#     /etc/ld.so.cache alone (built by `ldconfig -r`, the ld.so.conf file
+#     then removed) knows a directory holding a library and its
+#     glibc-hwcaps/x86-64-v2/ copy: run -v reports the same files as ld.so
+#     (`ldd`, `ld.so --list` in the chroot).
 #   - run's exit status is CMD's; 127 for a command that does not exist.
 #   - The launcher, pbitmap-run (statically linked), makes no more read
 #     requests than a direct start of a program with six libraries, all
@@ -278,6 +285,22 @@ check_run prog3 LD_LIBRARY_PATH="$LD_LIBRARY_PATH_RUN"
 grep -q "lib32/libpbtb.so" "$ERR" && fail "run took the 32-bit libpbtb.so: $(cat "$ERR")"
 pass "run: LD_LIBRARY_PATH, skipping a library of the wrong ELF class"
 
+# glibc-hwcaps: the x86-64-v2 copy of libpbtb.so must be the one found.
+mkdir -p dt/hw/glibc-hwcaps/x86-64-v2 || fail "mkdir"
+cp dt/lib/libpbtb.so dt/hw/libpbtb.so || fail "cp"
+cp dt/lib/libpbtb.so dt/hw/glibc-hwcaps/x86-64-v2/libpbtb.so || fail "cp"
+build gcc -o prog4 main.c -Llib -lpbta2 -Wl,-rpath-link,lib -Wl,--disable-new-dtags,-rpath,'$ORIGIN/hw:$ORIGIN/lib'
+ldd dt/prog4 >"$d/.ldd" || fail "ldd prog4"
+grep -q 'libpbtb.so => .*/dt/hw/glibc-hwcaps/x86-64-v2/libpbtb.so' "$d/.ldd" ||
+	fail "set-up: ld.so does not take dt/hw/glibc-hwcaps/x86-64-v2/libpbtb.so (a CPU below x86-64-v2?): $(cat "$d/.ldd")"
+"$PBITMAP" add -q dt/hw/glibc-hwcaps/x86-64-v2/libpbtb.so || fail "pbitmap add"
+expect_status 0 "$PBITMAP" run -v -- dt/prog4
+grep -q '^pbitmap: .*/dt/hw/glibc-hwcaps/x86-64-v2/libpbtb.so: ' "$ERR" ||
+	fail "run -v prog4 did not find the glibc-hwcaps copy: $(cat "$ERR")"
+diff <(run_files) <(ldd_files dt/prog4) >"$d/.diff" ||
+	fail "run -v prog4 loads other files than ld.so: $(cat "$d/.diff")"
+pass "run: a DT_RPATH directory's glibc-hwcaps/x86-64-v2 copy, as ld.so"
+
 for cmd in "/usr/bin/python3.11 -c pass" "/usr/bin/clang --version" "/usr/bin/eu-elflint --version"; do
 	read -r -a argv <<<"$cmd"
 	[[ -x ${argv[0]} ]] || fail "missing ${argv[0]} (see DEPS_TEST)"
@@ -308,6 +331,34 @@ coldfs_add_binary "$TOP/build/pbitmap"	# record runs inside the chroot
 cp "$RUN_LAUNCHER" "$CS_ROOT/usr/bin/launcher" || fail "cp $RUN_LAUNCHER"
 coldfs_add_binary "$RUN_LAUNCHER"
 coldfs_learn
+
+# ld.so.cache: a directory only the chroot's cache knows, with a
+# glibc-hwcaps copy; prog5 needs its library and has no search path.
+cp "$PBITMAP" "$CS_ROOT/usr/bin/pbitmap-asan" || fail "cp"
+coldfs_add_binary "$PBITMAP"	# its libraries; runs ldconfig, so first
+mkdir -p "$CS_ROOT/opt/pbcache/glibc-hwcaps/x86-64-v2" || fail "mkdir"
+cp dt/lib/libpbtb.so "$CS_ROOT/opt/pbcache/libpbcache.so" || fail "cp"
+cp dt/lib/libpbtb.so "$CS_ROOT/opt/pbcache/glibc-hwcaps/x86-64-v2/libpbcache.so" || fail "cp"
+(cd dt && gcc -o "$CS_ROOT/usr/bin/prog5" main.c -Llib -lpbta2 -Wl,-rpath-link,lib &&
+	gcc -shared -fPIC -o "$CS_ROOT/opt/pbcache/libpbta2.so" a.c \
+		-L"$CS_ROOT/opt/pbcache" -l:libpbcache.so -Wl,-soname,libpbta2.so) || fail "gcc prog5"
+echo /opt/pbcache >"$CS_ROOT/etc/ld.so.conf.d/pbcache.conf"
+ldconfig -r "$CS_ROOT" || fail "ldconfig -r"
+rm "$CS_ROOT/etc/ld.so.conf.d/pbcache.conf"
+chroot "$CS_ROOT" /lib64/ld-linux-x86-64.so.2 --list /usr/bin/prog5 >"$d/.ldd" ||
+	fail "ld.so --list prog5 in the chroot: $(cat "$d/.ldd")"
+grep -q 'libpbcache.so => /opt/pbcache/glibc-hwcaps/x86-64-v2/libpbcache.so' "$d/.ldd" ||
+	fail "set-up: ld.so does not take the cache's glibc-hwcaps copy: $(cat "$d/.ldd")"
+chroot "$CS_ROOT" /usr/bin/pbitmap-asan run -v -- /usr/bin/prog5 >/dev/null 2>"$d/.run5" ||
+	fail "run -v prog5 in the chroot: $(cat "$d/.run5")"
+chroot_files() {	# device:inode of chroot paths
+	xargs -r -d '\n' -I{} stat -L -c '%d:%i' "$CS_ROOT{}" | sort -u
+}
+diff <(sed -nE 's/^pbitmap: (\/.*): (no bitmap|[0-9]+ extents, [0-9]+ bytes)$/\1/p' "$d/.run5" | chroot_files) \
+	<({ echo /usr/bin/prog5; sed -nE 's/.*=> (\/[^ ]*) .*/\1/p; s/^\s*(\/[^ ]*) \(0x.*/\1/p' "$d/.ldd"; } | chroot_files) \
+	>"$d/.diff" || fail "run -v prog5 (cache) loads other files than ld.so: $(cat "$d/.diff") $(cat "$d/.run5")"
+pass "run: a library found only through ld.so.cache, its glibc-hwcaps entry preferred, as ld.so"
+
 launch=(/usr/bin/launcher ${RUN_VERB:-})
 chroot "$CS_ROOT" "${launch[@]}" -v -- /usr/bin/prog >/dev/null 2>"$d/.launch" ||
 	fail "${launch[*]} -v -- /usr/bin/prog: $(cat "$d/.launch")"
