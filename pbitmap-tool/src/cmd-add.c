@@ -139,6 +139,7 @@ int pb_cmd_add(int argc, char **argv)
 		{ "learn", no_argument, NULL, 'E' },
 		{ "xattr-max", required_argument, NULL, 'X' },
 		{ "dereference", no_argument, NULL, 'L' },
+		{ "break-links", no_argument, NULL, 'B' },
 		{ "stdin", no_argument, NULL, 'I' },
 		{ "summary", no_argument, NULL, 'U' },
 		{ "quiet", no_argument, NULL, 'q' },
@@ -191,6 +192,9 @@ int pb_cmd_add(int argc, char **argv)
 		case 'L':
 			flags |= PB_OPEN_FOLLOW;
 			break;
+		case 'B':
+			flags |= PB_OPEN_BREAK_LINKS;
+			break;
 		case 'I':
 			from_stdin = true;
 			break;
@@ -221,6 +225,7 @@ int pb_cmd_strip(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "dereference", no_argument, NULL, 'L' },
+		{ "break-links", no_argument, NULL, 'B' },
 		{ "stdin", no_argument, NULL, 'I' },
 		{ "quiet", no_argument, NULL, 'q' },
 		{ "verbose", no_argument, NULL, 'v' },
@@ -233,6 +238,7 @@ int pb_cmd_strip(int argc, char **argv)
 	while ((c = getopt_long(argc, argv, "Lqv", opts, NULL)) != -1) {
 		switch (c) {
 		case 'L': flags |= PB_OPEN_FOLLOW; break;
+		case 'B': flags |= PB_OPEN_BREAK_LINKS; break;
 		case 'I': from_stdin = true; break;
 		case 'q': pb_quiet = 1; break;
 		case 'v': pb_verbose = 1; break;

@@ -87,6 +87,7 @@ static int edit(int argc, char **argv, bool set)
 		{ "plane", required_argument, NULL, 'P' },
 		{ "all", no_argument, NULL, 'a' },
 		{ "dereference", no_argument, NULL, 'L' },
+		{ "break-links", no_argument, NULL, 'B' },
 		{ 0 }
 	};
 	struct edit_args a = { .set = set, .plane = -1 };
@@ -118,6 +119,9 @@ static int edit(int argc, char **argv, bool set)
 			break;
 		case 'L':
 			flags |= PB_OPEN_FOLLOW;
+			break;
+		case 'B':
+			flags |= PB_OPEN_BREAK_LINKS;
 			break;
 		default:
 			free(a.ranges.v);

@@ -17,6 +17,11 @@
  * (Nothing is restored from such a tail: its bytes are whoever wrote the
  * file's, so they are only ever compared and cut off.)
  *
+ * The tool itself now makes every change in a private copy that replace.c
+ * renames over the file, so the write order below protects files written
+ * in place by earlier versions, and a copy is synced once, before it is
+ * published, rather than at each step.
+ *
  * libelf reads and checks the file and translates headers to file order;
  * the only bytes written by hand are the ones libelf translated for us.
  */
@@ -638,9 +643,15 @@ uint64_t pb_elf_record_offset(const struct pb_file *f)
 
 /* ---- modification -------------------------------------------------------- */
 
+/* A private copy (f->rep) is synced once, by pb_commit(). */
+static int sync_in_place(struct pb_file *f)
+{
+	return f->rep ? 0 : fdatasync(f->fd);
+}
+
 static int sync_or_fail(struct pb_file *f)
 {
-	if (fdatasync(f->fd))
+	if (sync_in_place(f))
 		return pb_error_errno(f->path, "fdatasync");
 	return 0;
 }
@@ -822,12 +833,12 @@ static int write_tail(struct pb_file *f, const struct pb_record *r, const struct
 	    pwrite_full(f->fd, t->shdrs, t->shdrs_size, t->at.shdr_offset))
 		goto fail;
 	pb_fault_point("tail-written");
-	if (fdatasync(f->fd))
+	if (sync_in_place(f))
 		goto fail;
 	if (pwrite_full(f->fd, t->ehdr, t->ehdr_size, 0))
 		goto fail;
 	pb_fault_point("header-switched");
-	if (fdatasync(f->fd))
+	if (sync_in_place(f))
 		return pb_error_errno(f->path, "fdatasync");
 	return 0;
 fail:

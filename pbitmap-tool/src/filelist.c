@@ -172,6 +172,8 @@ int pb_for_each_line(const struct pb_line_source *src, unsigned int flags,
 		if (!file_set_insert(&seen, path))
 			continue;
 		pb_tally_add(&t, op(path, flags | PB_OPEN_QUIET | PB_OPEN_ELF_ONLY, arg));
+		/* A changed ELF file is a new inode: a later line naming it is a duplicate too. */
+		file_set_insert(&seen, path);
 	}
 	if (stop_signal)
 		pb_tally_add(&t, pb_error(NULL, "stopped by signal %d (%s): the rest of the list "

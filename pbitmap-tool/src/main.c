@@ -22,9 +22,10 @@ static const char usage_text[] =
 	"mapped data file are needed at start-up, and fetch them in one batch.\n"
 	"\n"
 	"  add [-g N] [-t T] [--page-shift S] [--no-learn|--learn] [--xattr-max B]\n"
-	"      [-L] [--stdin [--summary]] FILE...\n"
+	"      [-L] [--break-links] [--stdin [--summary]] FILE...\n"
 	"                                 add an empty bitmap (idempotent)\n"
-	"  strip [--stdin] FILE...        remove it; ELF files become byte-identical\n"
+	"  strip [--break-links] [--stdin] FILE...\n"
+	"                                 remove it; ELF files become byte-identical\n"
 	"  undo [-o OUT] FILE             write the original bytes to stdout or OUT\n"
 	"  digest [--algo A] FILE...      digest of the original bytes (default sha256)\n"
 	"  show [--json] FILE...          print the bitmap\n"
@@ -43,7 +44,7 @@ static const char usage_text[] =
 	"\n"
 	"Common options: -q quiet, -v verbose, -h help, --version.\n"
 	"Exit status: 0 done, 1 error (files left untouched), 2 usage,\n"
-	"3 some files skipped (busy, signed, immutable, read-only).\n"
+	"3 some files skipped (hard links, locked, signed, immutable, read-only).\n"
 	"See pbitmap(1).\n";
 
 struct verb {

@@ -2,10 +2,11 @@
 /*
  * Opening files safely and modifying them without losing anything.
  *
- * A file is modified in place (the inode, hard links, ACLs and security
- * label stay), and what a write would change besides content is put back:
- * the modification time, the mode (a non-root write clears set-id bits)
- * and security.capability (any write removes it, even as root).
+ * A writer holds the writers' lock on the file from before it reads the
+ * record until its change is published (replace.c, docs/FORMAT.md).  An
+ * ELF file is changed in a copy renamed over it, all at once (replace.c);
+ * a data file's record is one extended attribute, replaced by a single
+ * fsetxattr() on the file itself (its content, inode and links stay).
  * Files that must not change are refused before anything is written.
  */
 #include <endian.h>
@@ -24,7 +25,8 @@
 #include "pbitmap.h"
 
 #define XATTR_IMA	"security.ima"
-#define XATTR_CAPS	"security.capability"
+/* Attempts to open a file that other writers keep replacing meanwhile. */
+#define LOCK_ATTEMPTS	1000
 
 static const char *file_type(mode_t mode)
 {
@@ -69,9 +71,6 @@ static int open_failed(struct pb_file *f, int err)
 	int fd;
 
 	switch (err) {
-	case ETXTBSY:
-		return pb_skip(f->path, "is being executed: Linux refuses writes to the file "
-			       "of a running program (ETXTBSY); stamp it while it is not running");
 	case EROFS:
 		return pb_skip(f->path, "is on a read-only filesystem");
 	case EPERM:
@@ -87,7 +86,7 @@ static int open_failed(struct pb_file *f, int err)
 		break;
 	}
 	errno = err;
-	return pb_error_errno(f->path, "cannot open");
+	return pb_error_errno(f->path, "cannot open for writing");
 }
 
 /* Refuse what must not be modified even though it could be opened. */
@@ -103,6 +102,12 @@ static int check_writable(struct pb_file *f)
 			       "changing the file would fail its appraisal");
 	if (fstatvfs(f->fd, &vfs) == 0 && (vfs.f_flag & ST_RDONLY))
 		return pb_skip(f->path, "is on a read-only filesystem");
+	/*
+	 * The file is open for reading only (an open for writing would make
+	 * a concurrent exec fail): ask whether the caller could write it.
+	 */
+	if (faccessat(f->fd, "", W_OK, AT_EMPTY_PATH | AT_EACCESS))
+		return open_failed(f, errno);
 	return 0;
 }
 
@@ -134,15 +139,13 @@ static int check_path(struct pb_file *f, struct stat *lst)
 static int open_fd(struct pb_file *f, const struct stat *lst)
 {
 	unsigned int flags = f->open_flags;
-	int oflags = O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
-		     ((flags & PB_OPEN_WRITE) ? O_RDWR : O_RDONLY) |
+	int oflags = O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
 		     ((flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW);
 
 	/* O_NONBLOCK: a FIFO swapped in after lstat() must not hang us. */
 	f->fd = pb_path_open(f->path, oflags, 0);
 	if (f->fd < 0)
-		return (flags & PB_OPEN_WRITE) ? open_failed(f, errno) :
-		       pb_error_errno(f->path, "cannot open");
+		return pb_error_errno(f->path, "cannot open");
 	if (fstat(f->fd, &f->st))
 		return pb_error_errno(f->path, "fstat");
 	if (!S_ISREG(f->st.st_mode)) {
@@ -150,9 +153,10 @@ static int open_fd(struct pb_file *f, const struct stat *lst)
 			return PB_NONE;
 		return pb_error(f->path, "%s", file_type(f->st.st_mode));
 	}
+	/* Replaced since lstat(): writers rename new versions over files. */
 	if (!S_ISLNK(lst->st_mode) &&
 	    (f->st.st_dev != lst->st_dev || f->st.st_ino != lst->st_ino))
-		return pb_error(f->path, "was replaced while being opened");
+		return 1;
 	if (fcntl(f->fd, F_SETFL, fcntl(f->fd, F_GETFL) & ~O_NONBLOCK))
 		return pb_error_errno(f->path, "fcntl");
 	return 0;
@@ -167,9 +171,26 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 	f->fd = -1;
 	f->path = path;
 	f->open_flags = flags;
-	ret = check_path(f, &lst);
-	if (!ret)
-		ret = open_fd(f, &lst);
+	/*
+	 * Open what the name leads to; a writer, what it leads to once the
+	 * lock is held.  Another writer may rename a new version over the name
+	 * meanwhile: then again, with that one.
+	 */
+	for (unsigned int attempt = 1;; attempt++) {
+		ret = check_path(f, &lst);
+		if (!ret)
+			ret = open_fd(f, &lst);
+		if (!ret && (flags & PB_OPEN_WRITE))
+			ret = pb_lock_current(f);
+		if (ret != 1)
+			break;
+		close(f->fd);
+		f->fd = -1;
+		if (attempt == LOCK_ATTEMPTS) {
+			ret = pb_error(path, "keeps being replaced by other programs (tried %u times)", LOCK_ATTEMPTS);
+			break;
+		}
+	}
 	if (!ret && (flags & PB_OPEN_WRITE))
 		ret = check_writable(f);
 	if (!ret)
@@ -191,51 +212,12 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 
 void pb_close(struct pb_file *f)
 {
+	pb_discard(f);
 	pb_record_free(&f->rec);
 	pb_elf_free(f);
 	if (f->fd >= 0)
 		close(f->fd);
 	f->fd = -1;
-}
-
-/* ---- metadata ---------------------------------------------------------- */
-
-int pb_meta_save(struct pb_file *f, struct pb_saved_meta *m)
-{
-	struct stat st;
-
-	if (fstat(f->fd, &st))
-		return pb_error_errno(f->path, "fstat");
-	m->mtime = st.st_mtim;
-	m->mode = st.st_mode & 07777;
-	m->uid = st.st_uid;
-	m->gid = st.st_gid;
-	m->cap_size = fgetxattr(f->fd, XATTR_CAPS, m->cap, sizeof(m->cap));
-	if (m->cap_size < 0 && errno != ENODATA && errno != ENOTSUP)
-		return pb_error_errno(f->path, "reading " XATTR_CAPS);
-	return 0;
-}
-
-int pb_meta_restore(struct pb_file *f, const struct pb_saved_meta *m)
-{
-	struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, m->mtime };
-	unsigned char cap[sizeof(m->cap)];
-	struct stat st;
-	int ret = 0;
-
-	if (m->cap_size > 0 &&
-	    fgetxattr(f->fd, XATTR_CAPS, cap, sizeof(cap)) != m->cap_size &&
-	    fsetxattr(f->fd, XATTR_CAPS, m->cap, (size_t)m->cap_size, 0))
-		ret = pb_error_errno(f->path, "restoring file capabilities");
-	if (fstat(f->fd, &st) == 0 && (st.st_mode & 07777) != m->mode &&
-	    fchmod(f->fd, m->mode))
-		ret = pb_error_errno(f->path, "restoring the mode");
-	/* Last: setting capabilities or the mode does not touch mtime. */
-	if (futimens(f->fd, times))
-		ret = pb_error_errno(f->path, "restoring the modification time");
-	if (fsync(f->fd))
-		ret = pb_error_errno(f->path, "fsync");
-	return ret;
 }
 
 /* ---- operations ---------------------------------------------------------- */
@@ -264,13 +246,30 @@ static int reinspect(struct pb_file *f)
 	return pb_elf_inspect(f);
 }
 
+/*
+ * An ELF file is changed in a private copy (pb_stage), published at the end
+ * in one step (pb_commit) or dropped on error: the file is then as it was.
+ * A data file's record is changed on the file itself, one xattr write.
+ */
+static int begin_change(struct pb_file *f)
+{
+	return f->kind == PB_KIND_ELF ? pb_stage(f) : 0;
+}
+
+static int end_change(struct pb_file *f, int ret)
+{
+	if (ret) {
+		pb_discard(f);
+		return ret;
+	}
+	return pb_commit(f);
+}
+
+/* Stamp a file without a record (ELF: within a change already begun). */
 static int stamp_fresh(struct pb_file *f, struct pb_params *p)
 {
-	struct pb_saved_meta m;
 	int ret;
 
-	if (pb_meta_save(f, &m))
-		return PB_FAIL;
 	if (f->kind == PB_KIND_DATA)
 		return pb_xattr_stamp(f, p);	/* an xattr change keeps mtime and caps */
 	if (f->interrupted) {
@@ -284,39 +283,54 @@ static int stamp_fresh(struct pb_file *f, struct pb_params *p)
 	if (!p->page_shift)
 		p->page_shift = PBITMAP_MIN_PAGE_SHIFT;
 	ret = pb_elf_stamp(f, p);
-	if (pb_meta_restore(f, &m))
-		ret = PB_FAIL;
 	/* Later saves go through the new section: look at the file afresh. */
 	if (!ret)
 		ret = reinspect(f);
 	return ret;
 }
 
-/* Change what fits in place (threshold, flags); else re-stamp. */
+static bool same_geometry(const struct pb_file *f, const struct pb_params *p)
+{
+	const struct pbitmap_header *h = pb_hdr(&f->rec);
+
+	return p->nr_planes == h->nr_planes && p->page_shift == h->page_shift;
+}
+
+static bool nothing_to_change(const struct pb_file *f, const struct pb_params *p)
+{
+	const struct pbitmap_header *h = pb_hdr(&f->rec);
+
+	return same_geometry(f, p) && p->threshold == h->threshold &&
+	       p->flags == le32toh(h->flags);
+}
+
+static int save_in_change(struct pb_file *f)
+{
+	return f->kind == PB_KIND_DATA ? pb_xattr_save(f) : pb_elf_save(f);
+}
+
+/*
+ * Change what fits in place (threshold, flags); else re-stamp, carrying the
+ * learned generations over.  An ELF file goes from the old stamp to the new
+ * one in a single commit: a failure (a full disk) leaves the old stamp.
+ */
 static int restamp(struct pb_file *f, struct pb_params *p)
 {
 	struct pbitmap_header *h = pb_hdr(&f->rec);
 	struct pb_record old = f->rec;
-	int ret;
+	int ret = 0;
 
-	if (p->nr_planes == h->nr_planes && p->page_shift == h->page_shift) {
-		if (p->threshold == h->threshold && p->flags == le32toh(h->flags)) {
-			if (pb_verbose)
-				pb_note(f->path, "already stamped");
-			return 0;
-		}
+	if (same_geometry(f, p)) {
 		h->threshold = (uint8_t)p->threshold;
 		h->flags = htole32(p->flags);
-		return pb_save(f);
+		return save_in_change(f);
 	}
 	f->rec = (struct pb_record){ 0 };
 	f->has_record = false;
 	if (f->kind == PB_KIND_ELF) {
-		ret = pb_unstamp(f);
+		ret = pb_elf_unstamp(f);
 		if (!ret)
 			ret = reinspect(f);
-	} else {
-		ret = 0;
 	}
 	p->flags &= ~PBITMAP_F_XATTR;
 	p->carry = &old;
@@ -359,6 +373,7 @@ static void inherit_params(const struct pb_file *f, const struct pb_params *give
 int pb_stamp(struct pb_file *f, const struct pb_params *params)
 {
 	struct pb_params p = *params;
+	int ret;
 
 	if (f->has_record) {
 		inherit_params(f, params, &p);
@@ -369,30 +384,27 @@ int pb_stamp(struct pb_file *f, const struct pb_params *params)
 	if (p.threshold > p.nr_planes)
 		return pb_error(f->path, "threshold %u is more than the %u generations",
 				p.threshold, p.nr_planes);
+	if (f->has_record && nothing_to_change(f, &p)) {
+		if (pb_verbose)
+			pb_note(f->path, "already stamped");
+		return 0;
+	}
+	ret = begin_change(f);
+	if (ret)
+		return ret;
 	if (f->has_record)
-		return restamp(f, &p);
+		return end_change(f, restamp(f, &p));
 	if (f->damage) {
 		pb_note(f->path, "replacing a damaged bitmap (%s)", f->damage);
-		if (pb_unstamp(f) == PB_FAIL)
-			return PB_FAIL;
-		if (f->kind == PB_KIND_ELF && reinspect(f))
-			return PB_FAIL;
+		ret = f->kind == PB_KIND_ELF ? pb_elf_unstamp(f) : pb_xattr_unstamp(f);
+		if (ret == PB_NONE)
+			ret = 0;
+		if (!ret && f->kind == PB_KIND_ELF)
+			ret = reinspect(f);
 	}
-	return stamp_fresh(f, &p);
-}
-
-/* Write through @op, then put back what the write changed besides content. */
-static int keeping_meta(struct pb_file *f, int (*op)(struct pb_file *))
-{
-	struct pb_saved_meta m;
-	int ret;
-
-	if (pb_meta_save(f, &m))
-		return PB_FAIL;
-	ret = op(f);
-	if (pb_meta_restore(f, &m))
-		ret = PB_FAIL;
-	return ret;
+	if (!ret)
+		ret = stamp_fresh(f, &p);
+	return end_change(f, ret);
 }
 
 int pb_unstamp(struct pb_file *f)
@@ -419,16 +431,26 @@ int pb_read_original(struct pb_file *f,
 
 /* ---- the two stores ------------------------------------------------------ */
 
+/* Each change of an ELF file is made in a copy renamed over it (replace.c). */
 static int elf_unstamp(struct pb_file *f)
 {
+	int ret;
+
 	if (!pb_elf_is_stamped(f) && !f->interrupted)
 		return PB_NONE;
-	return keeping_meta(f, pb_elf_unstamp);
+	ret = begin_change(f);
+	if (ret)
+		return ret;
+	return end_change(f, pb_elf_unstamp(f));
 }
 
 static int elf_save(struct pb_file *f)
 {
-	return keeping_meta(f, pb_elf_save);
+	int ret = begin_change(f);
+
+	if (ret)
+		return ret;
+	return end_change(f, pb_elf_save(f));
 }
 
 static void elf_describe(const struct pb_file *f, char *buf, size_t size)

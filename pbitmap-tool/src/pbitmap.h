@@ -5,7 +5,8 @@
  *   record.c   the record in memory: init, check, planes, generations
  *   elfstore.c the record in an ELF section: stamp, strip, undo, load, save
  *   xattrstore.c the record in the user.pbitmap xattr of a data file
- *   pbfile.c   opening files safely, policy checks, metadata preservation
+ *   pbfile.c   opening files safely, policy checks, the operations on a file
+ *   replace.c  the writers' lock; changing a file by renaming a copy over it
  *   confine.c  --root: every file opened by name is resolved inside the root
  *   digest.c   digests of the original bytes (OpenSSL; not in pbitmap-run)
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
@@ -184,15 +185,18 @@ enum pb_kind {
 };
 
 /* Flags of pb_open(). */
-#define PB_OPEN_WRITE	(1u << 0)	/* will modify: policy checks, O_RDWR */
+#define PB_OPEN_WRITE	(1u << 0)	/* will modify: policy checks, writers' lock */
 #define PB_OPEN_FOLLOW	(1u << 1)	/* accept a symlink and use its target */
 #define PB_OPEN_QUIET	(1u << 2)	/* --stdin: skip dirs, symlinks, non-ELF, and
 					 * ELF files other than EXEC/DYN silently */
 #define PB_OPEN_ELF_ONLY (1u << 3)	/* refuse (PB_NONE) anything but ELF */
 #define PB_OPEN_PROBE	(1u << 4)	/* only looking for a bitmap: an ELF file that
 					 * could not carry one is PB_NONE, silently */
+#define PB_OPEN_BREAK_LINKS (1u << 5)	/* replace an ELF file that has other hard
+					 * links (only this name gets the new copy) */
 
 struct pb_elf;	/* private to elfstore.c */
+struct pb_replace; /* private to replace.c */
 struct pb_file;
 
 /*
@@ -238,15 +242,19 @@ struct pb_file {
 	const char *damage;		/* why an existing record is unusable */
 	struct pb_record rec;
 	struct pb_elf *elf;		/* ELF details, NULL for data files */
+	struct pb_replace *rep;		/* ELF: a change in progress; @fd is then a
+					 * private copy of the file (replace.c) */
 };
 
 /*
  * Open @path and find out what it is: ELF executable or library (sets up
  * f->elf) or other regular file.  Refuses directories, FIFOs, devices and
- * (unless PB_OPEN_FOLLOW) symlinks.  With PB_OPEN_WRITE, also refuses files
- * that must not be modified (busy, IMA-signed, fs-verity, immutable,
- * append-only, read-only fs) with PB_SKIPPED.  Then loads the record if the
- * file has one.  Returns 0, PB_FAIL, PB_SKIPPED or PB_NONE (only with
+ * (unless PB_OPEN_FOLLOW) symlinks.  With PB_OPEN_WRITE, takes the writers'
+ * lock (an exclusive flock, see docs/FORMAT.md) on the file the name leads to
+ * once locked, and refuses files that must not be modified (IMA-signed,
+ * fs-verity, immutable, append-only, read-only fs, not writable by the
+ * caller; locked by another process too long) with PB_SKIPPED.  Then loads
+ * the record if the file has one.  Returns 0, PB_FAIL, PB_SKIPPED or PB_NONE (only with
  * PB_OPEN_QUIET/PB_OPEN_ELF_ONLY, for files that are silently not handled).
  */
 int pb_open(struct pb_file *f, const char *path, unsigned int flags);
@@ -275,17 +283,23 @@ int pb_read_original(struct pb_file *f,
 #define PB_DIGEST_HEX_MAX	(2 * 64 + 1)
 int pb_digest_original(struct pb_file *f, const char *algo, char *hex);
 
-/* Metadata to keep across a modification (pbfile.c). */
-struct pb_saved_meta {
-	struct timespec mtime;
-	mode_t mode;
-	uid_t uid;
-	gid_t gid;
-	unsigned char cap[64];
-	ssize_t cap_size;	/* -1: none */
-};
-int pb_meta_save(struct pb_file *f, struct pb_saved_meta *m);
-int pb_meta_restore(struct pb_file *f, const struct pb_saved_meta *m);
+/*
+ * Changing an ELF file (replace.c).  pb_stage() makes f->fd a private copy
+ * of the locked file, in its directory (PB_SKIPPED for a file with other
+ * hard links, unless PB_OPEN_BREAK_LINKS); the change is then written to
+ * the copy; pb_commit() gives it the file's owner, mode, extended
+ * attributes and times, syncs it and exchanges it with the file (the lock
+ * moves to the copy, f->fd stays the file's); pb_discard() drops it.
+ */
+int pb_stage(struct pb_file *f);
+int pb_commit(struct pb_file *f);
+void pb_discard(struct pb_file *f);
+/*
+ * Take the writers' lock on f->fd, waiting at most PBITMAP_LOCK_TIMEOUT
+ * seconds.  0: locked, and f->path still leads to the file; 1: locked but
+ * the name now leads to another file (open it again); PB_FAIL; PB_SKIPPED.
+ */
+int pb_lock_current(struct pb_file *f);
 
 /* ELF-specific (elfstore.c) */
 int pb_elf_inspect(struct pb_file *f);
