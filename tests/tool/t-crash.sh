@@ -20,6 +20,13 @@
 # that nothing is ever restored from a tail on disk; so the test prints
 # whether they survived each kill and asserts that repair and strip neither
 # lose nor add any afterwards.
+# Since changes are made in a copy renamed over the file (pbitmap(1),
+# REPLACING FILES), the file named is always the old version or the complete
+# new one, capability included (asserted); a kill between linking the copy
+# and the rename ("linked") or after it ("exchanged") may leave a
+# .NAME.pbitmap-new beside it, which the next change removes (asserted).
+# `set` is killed at each of its steps too: the bitmap is the old one or
+# the new one, never a mix, and undo gives the original.
 # Why: the tool runs from package triggers; power loss or an OOM kill in the
 # middle must never leave a broken binary behind.
 
@@ -94,7 +101,10 @@ after_crash() {
 	# What the kill left of the capability; nothing may change it from now on.
 	after_kill=$(getcap "$f" | sed "s|^$f||")
 	[[ -n $after_kill ]] && setcap cap_net_raw+ep "$f.b"   # cp -p copies no capability
-	if [[ $after_kill == "$CAP" ]]; then cap_note="capability kept"; else cap_note="capability lost (documented)"; fi
+	[[ $after_kill == "$CAP" ]] || fail "$what: the kill lost the file capability ('$after_kill')"
+	cap_note="capability kept"
+	leftover=$(find "$d" -name "*.pbitmap-new" -printf '%f ')
+	[[ -n $leftover ]] && cap_note+=", left $leftover"
 
 	# Way out 1: add repairs or completes, strip restores.
 	expect_status 0 "$PBITMAP" add "$f"
@@ -112,6 +122,8 @@ after_crash() {
 	assert_cmp "$f.b" "$d/prog"
 	cap=$(getcap "$f.b" | sed "s|^$f.b||")
 	[[ $cap == "$after_kill" ]] || fail "$what: capability after a direct strip '$cap', after the kill it was '$after_kill'"
+	leftover=$(find "$d" -name "*.pbitmap-new")
+	[[ -z $leftover ]] || fail "$what: a copy was left after the next changes: $leftover"
 	pass "$what: killed -> $state, $cap_note; add+strip and strip both give the original"
 }
 
@@ -161,6 +173,27 @@ for s in "${restamp_steps[@]}"; do
 	fi
 	note "re-stamp killed at $s: $learned"
 	after_crash "$f" "re-stamp killed at $s"
+done
+
+# ---- ELF set: the old bitmap or the new one ------------------------------------------
+
+fresh_elf "$d/slist"
+expect_status 0 "$PBITMAP" add "$d/slist"
+mapfile -t set_steps < <(steps "set --pages 1" "$d/slist")
+note "set fault points: ${set_steps[*]:-none}"
+((${#set_steps[@]})) || fail "set passes no fault point"
+for s in "${set_steps[@]}"; do
+	f=$d/set-$s
+	fresh_elf "$f"
+	expect_status 0 "$PBITMAP" add "$f"
+	expect_status 0 "$PBITMAP" set --pages 0 "$f"
+	expect_status 137 env PBITMAP_FAULT="$s" "$PBITMAP" set --pages 1 "$f"
+	expect_status 0 "$PBITMAP" verify "$f"
+	age0=$($ELFCHECK dump "$f" | sed -n 's/^age0=//p')
+	[[ $age0 == 0 || $age0 == 0-1 ]] || fail "set killed at $s: newest generation is '$age0', neither the old '0' nor the new '0-1'"
+	"$PBITMAP" undo "$f" | cmp -s - "$d/prog" || fail "set killed at $s: undo does not give the original"
+	note "set killed at $s: age0=$age0"
+	after_crash "$f" "set killed at $s"
 done
 
 # ---- data files ----------------------------------------------------------------
