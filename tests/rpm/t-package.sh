@@ -1,7 +1,8 @@
 #!/bin/bash
 # t-package: what `make rpm` built, and what rpm makes of it.
 #
-# The RPM holds /usr/bin/pbitmap (the tool, of VERSION), its manual page, the
+# The RPM holds /usr/bin/pbitmap (the tool, of VERSION), /usr/bin/pbitmap-run
+# (its static launcher), its manual page, the
 # macros file in %{_rpmconfigdir}/macros.d (a directory in this rpm's macro
 # path, so rpm reads it) and /etc/pbitmap.conf as %config(noreplace).  Its
 # file trigger is a transfiletriggerin on exactly the prefixes of
@@ -17,7 +18,7 @@ source "$(dirname "$0")/rpmlib.sh"
 version=$(cat "$TOP/pbitmap-tool/VERSION")
 macrodir=$(rpm --eval '%{_rpmconfigdir}')/macros.d
 list=$(rpm -qpl "$PB_RPM") || fail "rpm -qpl $PB_RPM"
-for f in /usr/bin/pbitmap /usr/share/man/man1/pbitmap.1 "$macrodir/macros.pbitmap" /etc/pbitmap.conf; do
+for f in /usr/bin/pbitmap /usr/bin/pbitmap-run /usr/share/man/man1/pbitmap.1 "$macrodir/macros.pbitmap" /etc/pbitmap.conf; do
 	grep -qx "$f\(\.gz\|\.bz2\|\.xz\|\.zst\)\?" <<<"$list" || fail "$f not in the RPM: $list"
 done
 [[ $(rpm -qp --qf '%{VERSION}' "$PB_RPM") == "$version" ]] || fail "RPM version is not $version"
@@ -52,6 +53,8 @@ d=$(tmpdir)
 (cd "$d" && rpm2cpio "$PB_RPM" | busybox cpio -idm 2>/dev/null) || fail "cannot unpack $PB_RPM"
 got=$("$d/usr/bin/pbitmap" --version) || fail "the packaged pbitmap does not run"
 [[ $got == "pbitmap $version "* ]] || fail "packaged pbitmap --version: $got"
+run=$("$d/usr/bin/pbitmap-run" --version) || fail "the packaged pbitmap-run does not run"
+[[ $run == "pbitmap-run $version "* ]] || fail "packaged pbitmap-run --version: $run"
 [[ $(rpm --load "$d$macrodir/macros.pbitmap" --eval '%{__pbitmap_prefixes}' | tr ' ' '\n' | grep . | sort) == "$prefixes" ]] ||
 	fail "rpm does not read %__pbitmap_prefixes from the packaged macros file"
 grep -qx 'PBITMAP_RESTAMP=yes' "$d/etc/pbitmap.conf" || fail "pbitmap.conf does not enable the trigger"
