@@ -17,6 +17,7 @@
 #ifndef PBITMAP_CLI_H
 #define PBITMAP_CLI_H
 
+#include <getopt.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -28,7 +29,28 @@
 /* Explain why an opened file has no usable record.  Returns PB_FAIL. */
 int pb_error_no_record(const struct pb_file *f);
 
-/* ---- option arguments (args.c) ----------------------------------------- */
+/*
+ * Flush stdout and report a write error on it (a full disk, a closed pipe)
+ * as util-linux's close_stdout() does.  Returns PB_EXIT_OK or PB_EXIT_FAIL.
+ */
+int pb_flush_stdout(void);
+
+/* ---- options (args.c) -------------------------------------------------- */
+
+/*
+ * getopt_long() for a verb (argv[0]), which also takes the options every
+ * verb takes: -q/--quiet and -v/--verbose (handled here), -h/--help.
+ * @shortopts and @longopts are the verb's own; a leading '+' in @shortopts
+ * stops at the first operand (record and run: CMD's options are CMD's).
+ * Returns the next option of the verb's own, -1 at the end, or one of:
+ */
+#define PB_OPT_HELP	0x10000	/* the verb's help is printed on stdout */
+#define PB_OPT_ERROR	0x10001	/* a usage error, reported */
+int pb_getopt(int argc, char **argv, const char *shortopts, const struct option *longopts);
+/* The exit status for PB_OPT_HELP (0, or 1 on a write error) or PB_OPT_ERROR (2). */
+int pb_option_exit(int c);
+/* The usage of verb @name on stdout (main.c). */
+void pb_print_verb_help(const char *name);
 
 /* A decimal number from 0 to @max, nothing after it. */
 bool pb_parse_uint(const char *s, unsigned long long max, unsigned long long *out);
@@ -37,6 +59,9 @@ bool pb_parse_uint(const char *s, unsigned long long max, unsigned long long *ou
  * *@rest points after it.
  */
 bool pb_parse_size(const char *s, const char **rest, uint64_t *out);
+
+/* Decimal seconds, with an optional fraction: "2", "0.5". */
+bool pb_parse_seconds(const char *s, double *out);
 
 struct pb_range {
 	uint64_t first, last;		/* inclusive; in bytes or pages */

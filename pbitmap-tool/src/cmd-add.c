@@ -142,8 +142,6 @@ int pb_cmd_add(int argc, char **argv)
 		{ "break-links", no_argument, NULL, 'B' },
 		{ "stdin", no_argument, NULL, 'I' },
 		{ "summary", no_argument, NULL, 'U' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	struct add_args a = { 0 };
@@ -156,7 +154,7 @@ int pb_cmd_add(int argc, char **argv)
 	const char *rest;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "g:t:Lqv", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "g:t:L", opts)) != -1) {
 		switch (c) {
 		case 'g':
 			if (!pb_parse_uint(optarg, PBITMAP_MAX_PLANES, &v) || !v)
@@ -201,14 +199,8 @@ int pb_cmd_add(int argc, char **argv)
 		case 'U':
 			summary = true;
 			break;
-		case 'q':
-			pb_quiet = 1;
-			break;
-		case 'v':
-			pb_verbose = 1;
-			break;
 		default:
-			return pb_usage_error("add: unknown option");
+			return pb_option_exit(c);
 		}
 	}
 	if (a.p.threshold && a.p.nr_planes && a.p.threshold > a.p.nr_planes)
@@ -227,22 +219,18 @@ int pb_cmd_strip(int argc, char **argv)
 		{ "dereference", no_argument, NULL, 'L' },
 		{ "break-links", no_argument, NULL, 'B' },
 		{ "stdin", no_argument, NULL, 'I' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	unsigned int flags = 0;
 	bool from_stdin = false;
 	int c;
 
-	while ((c = getopt_long(argc, argv, "Lqv", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "L", opts)) != -1) {
 		switch (c) {
 		case 'L': flags |= PB_OPEN_FOLLOW; break;
 		case 'B': flags |= PB_OPEN_BREAK_LINKS; break;
 		case 'I': from_stdin = true; break;
-		case 'q': pb_quiet = 1; break;
-		case 'v': pb_verbose = 1; break;
-		default: return pb_usage_error("strip: unknown option");
+		default: return pb_option_exit(c);
 		}
 	}
 	return pb_for_each_file(argc, argv, from_stdin, flags, strip_one, NULL);

@@ -12,8 +12,6 @@
 #include "pbitmap.h"
 #include "cli.h"
 
-static const struct option no_long_options[] = { { 0 } };
-
 struct edit_args {
 	struct pb_ranges ranges;
 	bool set;
@@ -95,7 +93,7 @@ static int edit(int argc, char **argv, bool set)
 	unsigned long long v;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "L", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "L", opts)) != -1) {
 		switch (c) {
 		case 'p':
 		case 'r':
@@ -125,7 +123,7 @@ static int edit(int argc, char **argv, bool set)
 			break;
 		default:
 			free(a.ranges.v);
-			return pb_usage_error("%s: unknown option", argv[0]);
+			return pb_option_exit(c);
 		}
 	}
 	if (a.all && set) {
@@ -153,10 +151,10 @@ int pb_cmd_merge(int argc, char **argv)
 {
 	struct pb_file dest;
 	struct pb_tally t = { 0 };
-	int ret;
+	int c, ret;
 
-	if (getopt_long(argc, argv, "", no_long_options, NULL) != -1)
-		return pb_usage_error("merge: unknown option");
+	if ((c = pb_getopt(argc, argv, "", NULL)) != -1)
+		return pb_option_exit(c);
 	if (argc - optind < 2)
 		return pb_usage_error("merge: DEST and at least one SRC expected");
 	ret = pb_open(&dest, argv[optind], PB_OPEN_WRITE);

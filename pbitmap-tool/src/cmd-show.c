@@ -189,26 +189,22 @@ int pb_cmd_show(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{ "json", no_argument, NULL, 'j' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	struct show_args a = { 0 };
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "v", opts, NULL)) != -1) {
-		if (c == 'j')
-			a.json = true;
-		else if (c == 'v')
-			pb_verbose = 1;
-		else
-			return pb_usage_error("show: unknown option");
+	while ((c = pb_getopt(argc, argv, "", opts)) != -1) {
+		if (c != 'j')
+			return pb_option_exit(c);
+		a.json = true;
 	}
 	if (a.json)
 		putchar('[');
 	ret = pb_for_each_file(argc, argv, false, 0, show_one, &a);
 	if (a.json)
 		printf("\n]\n");
-	if (fflush(stdout))
+	if (pb_flush_stdout())
 		return PB_EXIT_FAIL;
 	return ret;
 }
@@ -234,16 +230,12 @@ static int verify_one(const char *path, unsigned int flags, void *arg)
 
 int pb_cmd_verify(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "quiet", no_argument, NULL, 'q' },
-		{ 0 }
-	};
-	int c;
+	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "q", opts, NULL)) != -1) {
-		if (c != 'q')
-			return pb_usage_error("verify: unknown option");
-		pb_quiet = 1;
-	}
-	return pb_for_each_file(argc, argv, false, 0, verify_one, NULL);
+	if ((c = pb_getopt(argc, argv, "", NULL)) != -1)
+		return pb_option_exit(c);
+	ret = pb_for_each_file(argc, argv, false, 0, verify_one, NULL);
+	if (pb_flush_stdout())
+		return PB_EXIT_FAIL;
+	return ret;
 }

@@ -29,9 +29,9 @@ int pb_cmd_undo(int argc, char **argv)
 	struct pb_file f;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "o:", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "o:", opts)) != -1) {
 		if (c != 'o')
-			return pb_usage_error("undo: unknown option");
+			return pb_option_exit(c);
 		output = optarg;
 	}
 	if (optind + 1 != argc)
@@ -88,9 +88,9 @@ int pb_cmd_digest(int argc, char **argv)
 	int c, ret;
 	bool known = false;
 
-	while ((c = getopt_long(argc, argv, "a:", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "a:", opts)) != -1) {
 		if (c != 'a')
-			return pb_usage_error("digest: unknown option");
+			return pb_option_exit(c);
 		algo = optarg;
 	}
 	for (int i = 0; algos[i]; i++)
@@ -98,7 +98,7 @@ int pb_cmd_digest(int argc, char **argv)
 	if (!known)
 		return pb_usage_error("--algo: expected md5, sha1, sha224, sha256, sha384 or sha512");
 	ret = pb_for_each_file(argc, argv, false, 0, digest_one, (void *)algo);
-	if (fflush(stdout))
+	if (pb_flush_stdout())
 		return PB_EXIT_FAIL;
 	return ret;
 }

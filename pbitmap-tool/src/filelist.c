@@ -89,7 +89,12 @@ static bool file_set_insert(struct file_set *s, const char *path)
 	return file_set_add(s, st.st_dev, st.st_ino);
 }
 
-/* SIGTERM (as from timeout(1)), SIGINT, SIGHUP: stop after the current file. */
+/*
+ * SIGTERM (as from timeout(1)), SIGINT, SIGHUP: stop after the current
+ * file, whether the files come from the command line or from stdin, so
+ * that no file is left half-handled and the exit status says the list
+ * was cut short.
+ */
 static volatile sig_atomic_t stop_signal;
 
 static void on_stop_signal(int sig)
@@ -99,12 +104,25 @@ static void on_stop_signal(int sig)
 
 static void catch_stop_signals(void)
 {
-	struct sigaction sa = { .sa_handler = on_stop_signal };	/* no SA_RESTART */
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	/* No SA_RESTART: a getline() waiting on stdin returns at once. */
+	struct sigaction sa = { .sa_handler = on_stop_signal }, old;
 
 	sigemptyset(&sa.sa_mask);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
+	for (size_t i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++) {
+		/* A signal ignored by whoever started us (nohup) stays ignored. */
+		if (!sigaction(sigs[i], NULL, &old) && old.sa_handler != SIG_IGN)
+			sigaction(sigs[i], &sa, NULL);
+	}
+}
+
+/* After a walk: a stop by signal is an error, the rest of the list undone. */
+static void report_stop(struct pb_tally *t)
+{
+	if (stop_signal)
+		pb_tally_add(t, pb_error(NULL, "stopped by signal %d (%s): the rest of the list "
+					 "was not handled", (int)stop_signal,
+					 strsignal(stop_signal)));
 }
 
 static bool has_prefix(const char *path, char *const *prefixes)
@@ -175,10 +193,8 @@ int pb_for_each_line(const struct pb_line_source *src, unsigned int flags,
 		/* A changed ELF file is a new inode: a later line naming it is a duplicate too. */
 		file_set_insert(&seen, path);
 	}
-	if (stop_signal)
-		pb_tally_add(&t, pb_error(NULL, "stopped by signal %d (%s): the rest of the list "
-				       "was not handled", (int)stop_signal, strsignal(stop_signal)));
-	else if (ferror(src->in))
+	report_stop(&t);
+	if (!stop_signal && ferror(src->in))
 		pb_tally_add(&t, pb_error_errno(NULL, "reading the list of files"));
 	free(line);
 	free(full);
@@ -196,8 +212,10 @@ int pb_for_each_file(int argc, char **argv, bool from_stdin, unsigned int flags,
 	if (!from_stdin) {
 		if (optind >= argc)
 			return pb_usage_error("%s: no FILE given", argv[0]);
-		for (int i = optind; i < argc; i++)
+		catch_stop_signals();
+		for (int i = optind; i < argc && !stop_signal; i++)
 			pb_tally_add(&t, op(argv[i], flags, arg));
+		report_stop(&t);
 		return pb_tally_exit(&t);
 	}
 	if (optind < argc)

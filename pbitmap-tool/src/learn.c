@@ -24,7 +24,6 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <math.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +36,7 @@
 #include <unistd.h>
 
 #include "pbitmap.h"
+#include "cli.h"
 
 /* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
 #define PM_PRESENT	(UINT64_C(1) << 63)
@@ -94,43 +94,31 @@ static volatile sig_atomic_t forward_to;
 
 /* ---- command line ------------------------------------------------------ */
 
+/* Returns -1 to go on, else the exit status (after --help, 0). */
 static int parse_args(int argc, char **argv, struct learner *L)
 {
 	static const struct option opts[] = {
 		{ "window", required_argument, NULL, 'w' },
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
 		{ NULL, 0, NULL, 0 },
 	};
-	char *end;
 	int c;
 
-	opterr = 0;
 	/* '+': CMD's own options are not ours, even without "--". */
-	while ((c = getopt_long(argc, argv, "+vq", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "+", opts)) != -1) {
 		switch (c) {
 		case 'w':
-			errno = 0;
-			L->window = strtod(optarg, &end);
-			if (errno || end == optarg || *end || !isfinite(L->window) ||
+			if (!pb_parse_seconds(optarg, &L->window) ||
 			    L->window <= 0 || L->window > 1e6)
 				return pb_usage_error("record: --window wants seconds > 0, not '%s'",
 						      optarg);
 			break;
-		case 'v':
-			pb_verbose = 1;
-			break;
-		case 'q':
-			pb_quiet = 1;
-			break;
 		default:
-			return pb_usage_error("record: unknown option or missing argument '%s'",
-					      argv[optind - 1]);
+			return pb_option_exit(c);
 		}
 	}
 	if (optind >= argc)
 		return pb_usage_error("record: no CMD given");
-	return 0;
+	return -1;
 }
 
 /* ---- signals ------------------------------------------------------------ */
@@ -860,7 +848,7 @@ int pb_cmd_record(int argc, char **argv)
 	int ret;
 
 	ret = parse_args(argc, argv, &L);
-	if (ret)
+	if (ret >= 0)
 		return ret;
 	L.pm_buf = malloc(PM_CHUNK * sizeof(uint64_t));
 	if (!L.pm_buf) {

@@ -94,7 +94,7 @@ int pb_usage_error(const char *fmt, ...)
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nTry 'pbitmap --help'.\n");
+	fprintf(stderr, "\nTry '%s --help'.\n", pb_progname);
 	return PB_EXIT_USAGE;
 }
 
@@ -107,4 +107,13 @@ int pb_error_no_record(const struct pb_file *f)
 	if (f->damage)
 		return pb_error(f->path, "invalid bitmap: %s", f->damage);
 	return pb_error(f->path, "has no bitmap");
+}
+
+int pb_flush_stdout(void)
+{
+	if (fflush(stdout) || ferror(stdout)) {
+		pb_error_errno("<stdout>", "write error");
+		return PB_EXIT_FAIL;
+	}
+	return PB_EXIT_OK;
 }

@@ -33,6 +33,7 @@
 #include <unistd.h>
 
 #include "pbitmap.h"
+#include "cli.h"
 
 /* ---- prefetching one file ------------------------------------------------ */
 
@@ -83,28 +84,18 @@ int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 
 /* ---- command lines ------------------------------------------------------- */
 
-/* -v and -q; stops at the first non-option (CMD's options are CMD's). */
-static int parse_flags(int argc, char **argv, const char *verb)
+/*
+ * Only the options every verb takes (pb_getopt()); stops at the first
+ * non-option (CMD's options are CMD's).  Returns -1 to go on, else the
+ * exit status.
+ */
+static int parse_flags(int argc, char **argv)
 {
-	static const struct option opts[] = {
-		{ "verbose", no_argument, NULL, 'v' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
+	int c = pb_getopt(argc, argv, "+", NULL);
 
-	opterr = 0;
-	while ((c = getopt_long(argc, argv, "+vq", opts, NULL)) != -1) {
-		if (c == 'v')
-			pb_verbose = 1;
-		else if (c == 'q')
-			pb_quiet = 1;
-		else
-			return pb_usage_error("%s: unknown option '%s'", verb, argv[optind - 1]);
-	}
-	if (optind >= argc)
-		return pb_usage_error("%s: no %s given", verb, strcmp(verb, "run") ? "FILE" : "CMD");
-	return 0;
+	if (c != -1)
+		return pb_option_exit(c);
+	return -1;
 }
 
 static int prefetch_path(const char *path)
@@ -131,16 +122,20 @@ static int prefetch_path(const char *path)
 	return ret;
 }
 
+static int prefetch_one(const char *path, unsigned int flags, void *arg)
+{
+	(void)flags;
+	(void)arg;
+	return prefetch_path(path);
+}
+
 int pb_cmd_prefetch(int argc, char **argv)
 {
-	int ret = parse_flags(argc, argv, "prefetch");
+	int ret = parse_flags(argc, argv);
 
-	if (ret)
+	if (ret >= 0)
 		return ret;
-	for (int i = optind; i < argc; i++)
-		if (prefetch_path(argv[i]))
-			ret = PB_EXIT_FAIL;
-	return ret;
+	return pb_for_each_file(argc, argv, false, 0, prefetch_one, NULL);
 }
 
 /* ---- `run`: the objects ld.so will load ----------------------------------- */
@@ -1159,11 +1154,13 @@ static void prefetch_for(const char *cmd)
 
 int pb_cmd_run(int argc, char **argv)
 {
-	int ret = parse_flags(argc, argv, "run");
+	int ret = parse_flags(argc, argv);
 	char **cmd = argv + optind;
 
-	if (ret)
+	if (ret >= 0)
 		return ret;
+	if (!cmd[0])
+		return pb_usage_error("run: no CMD given");
 	prefetch_for(cmd[0]);
 	fflush(NULL);
 	execvp(cmd[0], cmd);

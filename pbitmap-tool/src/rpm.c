@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "pbitmap.h"
+#include "cli.h"
 
 extern char **environ;
 
@@ -184,8 +185,6 @@ int pb_cmd_stamp(int argc, char **argv)
 		{ "rpm-all", no_argument, NULL, 'A' },
 		{ "root", required_argument, NULL, 'R' },
 		{ "dbpath", required_argument, NULL, 'D' },
-		{ "quiet", no_argument, NULL, 'q' },
-		{ "verbose", no_argument, NULL, 'v' },
 		{ 0 }
 	};
 	static const char *const list_args[] = { "-q", "--qf", "[%{FILENAMES}\\n]", NULL };
@@ -195,15 +194,13 @@ int pb_cmd_stamp(int argc, char **argv)
 	char **prefixes, *storage;
 	int c, ret, rc;
 
-	while ((c = getopt_long(argc, argv, "qv", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "", opts)) != -1) {
 		switch (c) {
 		case 'r': by_pkg = true; break;
 		case 'A': o.all = true; break;
 		case 'R': o.root = clean_root(optarg); break;
 		case 'D': o.dbpath = optarg; break;
-		case 'q': pb_quiet = 1; break;
-		case 'v': pb_verbose = 1; break;
-		default: return pb_usage_error("stamp: unknown option");
+		default: return pb_option_exit(c);
 		}
 	}
 	if (by_pkg == o.all)
@@ -443,12 +440,12 @@ int pb_cmd_rpm_verify(int argc, char **argv)
 	bool stamped = false, reported = false, cleared = false;
 	int c, rc, ret = 0;
 
-	while ((c = getopt_long(argc, argv, "a", opts, NULL)) != -1) {
+	while ((c = pb_getopt(argc, argv, "a", opts)) != -1) {
 		switch (c) {
 		case 'a': o.all = true; break;
 		case 'R': o.root = clean_root(optarg); break;
 		case 'D': o.dbpath = optarg; break;
-		default: return pb_usage_error("rpm-verify: unknown option");
+		default: return pb_option_exit(c);
 		}
 	}
 	if (o.all == (optind < argc))
