@@ -3,17 +3,20 @@
 #
 #   make kernel [KASAN=1]     patched 6.1 kernel -> build/kbuild[-kasan]/arch/x86/boot/bzImage
 #   make kernel-patch-check   series format, checkpatch --strict, UAPI header identity
+#   make kernel-distro-check  the objects the series touches, under Debian's own
+#                             configuration, W=1 and sparse, warnings as errors
 #   make image                build/guest.img, the Debian bookworm guest (ext4)
 #   make vm-run CMD='...'     boot the guest, run CMD as root, its output and exit status
 #   make vm-check             boot the guest and run kernel-patch/tests/t-*.sh
 #
 # Variables: KASAN=1 (use the KASAN kernel), IOPS (disk throttle, default
-# 150), VM_TIMEOUT (seconds, default 1800), VM_MEM (default 2G).
+# 150), VM_TIMEOUT (seconds, default 1800), VM_MEM (default 2G), VM_SMP
+# (virtual CPUs, default 2, multi-threaded TCG).
 
-DEPS_KERNEL := linux-source-6.1 bc flex bison libssl-dev libelf-dev dwarves \
-	       ccache quilt rsync mmdebstrap qemu-system-x86 e2fsprogs
+DEPS_KERNEL := linux-source-6.1 linux-config-6.1 bc flex bison libssl-dev libelf-dev \
+	       dwarves ccache quilt rsync mmdebstrap qemu-system-x86 e2fsprogs sparse
 DEPS_ALL += $(DEPS_KERNEL)
-CHECKS += vm-check
+CHECKS += kernel-distro-check vm-check
 
 KP_DIR     := kernel-patch
 KSRC       := $(BUILD)/linux-src
@@ -34,7 +37,8 @@ KMAKE      = CCACHE_DIR=$(KCCACHE) $(MAKE) -C $(KSRC) O=$(abspath $(KOUT)) \
 BZIMAGE    := $(KOUT)/arch/x86/boot/bzImage
 GUEST_IMG  := $(BUILD)/guest.img
 
-.PHONY: kernel kernel-patch-check kernel-tree kernel-base-check image vm-run vm-check
+.PHONY: kernel kernel-patch-check kernel-distro-check kernel-tree kernel-base-check \
+	image vm-run vm-check
 
 # The installed linux-source must be the version the series was made against.
 # Checked on every run: the package can change without any file here changing.
@@ -57,6 +61,15 @@ kernel-tree: kernel-base-check $(KSRC_STAMP)
 
 kernel-patch-check: kernel-tree
 	$(KP_DIR)/scripts/check-patches $(KSRC)
+
+# What a distribution engineer builds first: the series under Debian's own
+# amd64 configuration (package linux-config-6.1, BASE's version).  Only the
+# objects the series touches, so it takes minutes, not a kernel build.
+KDISTRO := $(BUILD)/kbuild-distro
+kernel-distro-check: kernel-tree
+	@mkdir -p $(KCCACHE)
+	CCACHE_DIR=$(KCCACHE) DISTRO_CC="ccache gcc" DISTRO_HOSTCC="ccache gcc" KJOBS=$(KJOBS) \
+		$(KP_DIR)/scripts/distro-check $(KSRC) $(KDISTRO)
 
 # tinyconfig + the fragment(s), then olddefconfig, then prove nothing was lost.
 $(KOUT)/.config: $(KFRAGS) $(KSRC_STAMP) $(KP_DIR)/scripts/check-config
