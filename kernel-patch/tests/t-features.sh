@@ -53,7 +53,7 @@ want_config FS_VERITY
 d=$(tb_scratch)
 head -c 1M /usr/bin/gdb > "$d/verity"
 tb_verity "$d/verity"
-if echo x >> "$d/verity" 2>/dev/null; then
+if { echo x >> "$d/verity"; } 2>/dev/null; then
 	tb_fail "a write to an fs-verity file succeeded"
 fi
 ok "fs-verity: $(fsverity measure "$d/verity" | cut -c1-30)..., writes refused"
@@ -129,7 +129,7 @@ ok "THP: enabled = $thp"
 d=$(tb_scratch)
 echo data > "$d/file"
 tb_immutable "$d/file"
-if echo x >> "$d/file" 2>/dev/null; then tb_fail "a write to an immutable file succeeded"; fi
+if { echo x >> "$d/file"; } 2>/dev/null; then tb_fail "a write to an immutable file succeeded"; fi
 ro=$(tb_ro_bind "$d")
 if touch "$ro/new" 2>/dev/null; then tb_fail "a write on a read-only bind mount succeeded"; fi
 grep -q " $ro .*\bro\b" /proc/mounts || tb_fail "$ro is not listed read-only in /proc/mounts"
@@ -138,5 +138,18 @@ ok "immutable file and read-only bind mount refuse writes"
 # --- tb_wait checks every process, not only the last
 (exit 3) & p1=$!
 true & p2=$!
-if (tb_wait "$p1" "$p2") >/dev/null; then tb_fail "tb_wait missed a failed process"; fi
+if tb_wait "$p1" "$p2" >/dev/null; then tb_fail "tb_wait missed the failure of the first process"; fi
+true & p1=$!
+true & p2=$!
+tb_wait "$p1" "$p2" || tb_fail "tb_wait failed on two successful processes"
 ok "tb_wait reports a failure of any process"
+
+# --- tb_cleanup undoes what the helpers did: the mounts above are there
+# now and gone after it
+grep -q " $merged overlay " /proc/mounts || tb_fail "the overlay mount vanished early"
+tb_cleanup
+trap - EXIT
+if grep -qE " ($merged|$xfs|$ro) " /proc/mounts; then
+	tb_fail "tb_cleanup left mounts behind: $(grep -E " ($merged|$xfs|$ro) " /proc/mounts)"
+fi
+ok "tb_cleanup unmounted the overlay, the XFS scratch and the bind mount"

@@ -23,9 +23,11 @@ tb_defer() { printf '%s\n' "$1" >> "$TB_UNDO"; }
 tb_cleanup() {
 	local c
 	[ -f "$TB_UNDO" ] || return 0
+	local undo
+	undo=$(tac "$TB_UNDO")
 	while IFS= read -r c; do
 		eval "$c" >/dev/null 2>&1 || true
-	done < <(tac "$TB_UNDO")
+	done <<<"$undo"
 	rm -f "$TB_UNDO"
 }
 trap tb_cleanup EXIT
@@ -131,12 +133,15 @@ tb_xfs() {
 	echo "$d/mnt"
 }
 
-# tb_wait PID...: wait for each PID and fail unless every one exited 0
-# (a plain `wait P1 P2` returns only the last one's status).
+# tb_wait PID...: wait for each PID (children of the calling shell) and
+# return 1, naming each failure, unless every one exited 0.  A plain
+# `wait P1 P2` returns only the last one's status.
 tb_wait() {
-	local p bad=0
+	local p rc bad=0
 	for p in "$@"; do
-		wait "$p" || { echo "process $p exited with status $?"; bad=1; }
+		rc=0
+		wait "$p" || rc=$?
+		[ $rc = 0 ] || { echo "process $p exited with status $rc"; bad=1; }
 	done
-	[ $bad = 0 ] || tb_fail "a background process failed"
+	return $bad
 }
