@@ -4,11 +4,17 @@
  * pbitmap patch.
  *
  * CMD runs under ptrace, and so does everything it forks, clones or
- * executes.  What a process needed is read from its page tables just
- * before it goes away (PTRACE_EVENT_EXIT, while its mm is still intact):
+ * executes.  What a process needed is read from its page tables whenever
+ * file pages are about to leave them: at the entry of munmap, mremap,
+ * mmap over a mapping, madvise(DONTNEED...) and execve (tracee.c says
+ * which; a seccomp filter stops exactly those), and just before the
+ * process goes away (PTRACE_EVENT_EXIT, while its mm is still intact).
  * /proc/PID/maps names every file mapping and /proc/PID/pagemap says which
  * of its pages are present.  A present page of a mapping at file offset
- * O means the file's page at O was read, by a fault or by fault-around.
+ * O means the file's page at O was read, by a fault or by fault-around;
+ * where the kernel allows it (x86-64, Linux 6.7+), fault-around is turned
+ * off in the tracee's file mappings (tracee.c), so a present page is one
+ * the program touched.
  * The union over all processes, per file (identified by device and inode,
  * not by name), becomes the newest generation of each file that carries a
  * bitmap.  With --window, everything is sampled once, the window after the
@@ -17,20 +23,28 @@
  * The tracer uses PTRACE_SEIZE rather than PTRACE_TRACEME: only a seized
  * tracee can be stopped with PTRACE_INTERRUPT (no signal the program could
  * observe), and group-stops are then reported as PTRACE_EVENT_STOP, which
- * tells them apart from signal-delivery-stops without guessing.
+ * tells them apart from signal-delivery-stops without guessing.  With
+ * --window there is no seccomp filter (a filter outlives the tracer, and
+ * without one its stops fail the system calls): every system call stops
+ * while the window lasts.
  */
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
+#include <linux/audit.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/time.h>
+#include <sys/uio.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -56,6 +70,17 @@ struct task {
 	bool exiting;	/* resumed after PTRACE_EVENT_EXIT: never stops again */
 	bool stopped;	/* stop-all phase: in a ptrace-stop, not resumed */
 	int sig;	/* stop-all phase: signal to deliver on detach */
+	bool want_uffd;	/* a new address space: turn fault-around off in it */
+	bool want_exit;	/* stop at the end of this system call: @nr, @args */
+	long nr;
+	uint64_t args[6];
+};
+
+/* The tracer's copy of the userfaultfd that keeps fault-around off in a
+ * process; closing it turns fault-around back on. */
+struct proc_uffd {
+	pid_t tgid;
+	int fd;
 };
 
 /*
@@ -82,6 +107,11 @@ struct learner {
 	int child_status;
 	struct task *tasks;
 	size_t nr_tasks, cap_tasks;
+	bool seccomp;		/* tracees stop where pages leave (seccomp filter) */
+	bool syscall_stops;	/* tracees stop at every system call (--window) */
+	bool no_fault_around;	/* turn fault-around off in the tracees */
+	struct proc_uffd *uffds;
+	size_t nr_uffds, cap_uffds;
 	struct seen_file *files;
 	size_t nr_files, cap_files;
 	size_t last_file;	/* lookup cache: maps lines come grouped */
@@ -353,7 +383,7 @@ static int mark_page(struct learner *L, struct seen_file *sf, uint64_t idx)
  * process read (or that fault-around mapped for it); a swapped-out page of
  * a private mapping was copied from the file first, so it counts too.
  */
-static void sample_mapping(struct learner *L, int pagemap, const struct mapping *m)
+static void sample_mapping(struct learner *L, const struct mapping *m, int pagemap)
 {
 	uint64_t ps = L->page_size, first = m->start / ps;
 	uint64_t n = (m->end - m->start) / ps, base = m->offset / ps;
@@ -380,47 +410,124 @@ static void sample_mapping(struct learner *L, int pagemap, const struct mapping 
 	}
 }
 
-/* Sample the address space that @tid runs in. */
-static void sample(struct learner *L, pid_t tid)
+/*
+ * Call @fn for the part within [lo, hi) of every file mapping of the
+ * address space @tid runs in.
+ */
+static void each_file_mapping(struct learner *L, pid_t tid, uint64_t lo, uint64_t hi,
+			      void (*fn)(struct learner *, const struct mapping *, int),
+			      int arg)
 {
-	char maps_path[64], pm_path[64];
+	char maps_path[64];
 	char *line = NULL;
 	size_t cap = 0;
 	FILE *maps;
-	int pm;
 
 	snprintf(maps_path, sizeof(maps_path), "/proc/%d/maps", (int)tid);
-	snprintf(pm_path, sizeof(pm_path), "/proc/%d/pagemap", (int)tid);
 	maps = fopen(maps_path, "re");
 	if (!maps) {
 		if (errno != ENOENT && errno != ESRCH)
 			pb_error_errno(maps_path, "cannot open");
 		return;
 	}
+	while (getline(&line, &cap, maps) > 0) {
+		struct mapping m;
+
+		if (!parse_maps_line(line, &m) || m.end <= lo || m.start >= hi)
+			continue;
+		if (m.start < lo) {
+			m.offset += lo - m.start;
+			m.start = lo;
+		}
+		if (m.end > hi)
+			m.end = hi;
+		fn(L, &m, arg);
+	}
+	free(line);
+	fclose(maps);
+}
+
+/* Sample [lo, hi) of the address space that @tid runs in. */
+static void sample_range(struct learner *L, pid_t tid, uint64_t lo, uint64_t hi)
+{
+	char pm_path[64];
+	int pm;
+
+	snprintf(pm_path, sizeof(pm_path), "/proc/%d/pagemap", (int)tid);
 	pm = open(pm_path, O_RDONLY | O_CLOEXEC);
 	if (pm < 0) {
 		if (errno != ENOENT && errno != ESRCH)
 			pb_error_errno(pm_path, "cannot open");
-		fclose(maps);
 		return;
 	}
-	while (getline(&line, &cap, maps) > 0) {
-		struct mapping m;
-
-		if (parse_maps_line(line, &m))
-			sample_mapping(L, pm, &m);
-	}
-	free(line);
+	each_file_mapping(L, tid, lo & ~(L->page_size - 1), hi, sample_mapping, pm);
 	close(pm);
-	fclose(maps);
+}
+
+static void sample(struct learner *L, pid_t tid)
+{
+	sample_range(L, tid, 0, UINT64_MAX);
+}
+
+/* ---- fault-around off: one userfaultfd per traced process --------------- */
+
+static struct proc_uffd *uffd_find(struct learner *L, pid_t tgid)
+{
+	for (size_t i = 0; i < L->nr_uffds; i++)
+		if (L->uffds[i].tgid == tgid)
+			return &L->uffds[i];
+	return NULL;
+}
+
+/* Fault-around comes back in @tgid (gone, or a new program in it). */
+static void uffd_drop(struct learner *L, pid_t tgid)
+{
+	struct proc_uffd *u = uffd_find(L, tgid);
+
+	if (u) {
+		close(u->fd);
+		*u = L->uffds[--L->nr_uffds];
+	}
+}
+
+static void register_mapping(struct learner *L, const struct mapping *m, int uffd)
+{
+	(void)L;
+	pb_uffd_register(uffd, m->start, m->end);
+}
+
+/* @tid is in a syscall-exit-stop: turn fault-around off in its process. */
+static void uffd_attach(struct learner *L, struct task *t, int *status, bool *interrupted)
+{
+	int fd = pb_tracee_userfaultfd(t->tid, t->tgid, status);
+
+	*interrupted = fd == PB_NONE;
+	if (fd < 0)
+		return;
+	if (L->nr_uffds == L->cap_uffds) {
+		size_t cap = L->cap_uffds ? 2 * L->cap_uffds : 8;
+		struct proc_uffd *n = realloc(L->uffds, cap * sizeof(*n));
+
+		if (!n) {
+			close(fd);
+			return;
+		}
+		L->uffds = n;
+		L->cap_uffds = cap;
+	}
+	uffd_drop(L, t->tgid);
+	L->uffds[L->nr_uffds++] = (struct proc_uffd){ .tgid = t->tgid, .fd = fd };
+	each_file_mapping(L, t->tid, 0, UINT64_MAX, register_mapping, fd);
 }
 
 /* ---- ptrace --------------------------------------------------------------- */
 
-static void resume(pid_t tid, int sig)
+static void resume(const struct learner *L, const struct task *t, int sig)
 {
+	bool stop = L->syscall_stops || t->want_uffd || t->want_exit;
+
 	/* ESRCH: killed meanwhile (SIGKILL needs no consent); its exit follows. */
-	ptrace(PTRACE_CONT, tid, NULL, (void *)(long)sig);
+	ptrace(stop ? PTRACE_SYSCALL : PTRACE_CONT, t->tid, NULL, (void *)(long)sig);
 }
 
 static unsigned long event_msg(pid_t tid)
@@ -442,8 +549,13 @@ static void on_new_task(struct learner *L, struct task *parent, int event)
 	/* fork and vfork make a process; clone may make either. */
 	pid_t tgid = event == PTRACE_EVENT_CLONE ? read_tgid(tid) : tid;
 
-	if (tid > 0)
-		task_add(L, tid, tgid, parent->execed);
+	struct task *t = tid > 0 ? task_add(L, tid, tgid, parent->execed) : NULL;
+
+	/* A fork's copy of the address space has no userfaultfd (threads
+	 * and vfork children share their parent's). */
+	if (t && t->execed && L->no_fault_around && event != PTRACE_EVENT_VFORK &&
+	    tgid != parent->tgid)
+		t->want_uffd = true;
 }
 
 static void on_exec(struct learner *L, struct task *t)
@@ -457,9 +569,12 @@ static void on_exec(struct learner *L, struct task *t)
 	t = task_find(L, t->tid);	/* the removal may have moved it */
 	if (!t)
 		return;
+	uffd_drop(L, t->tgid);
 	t->tgid = t->tid;
 	t->execed = true;
 	t->exiting = false;
+	t->want_uffd = L->no_fault_around;
+	t->want_exit = false;
 	if (L->window > 0 && !L->window_armed) {
 		L->window_armed = true;
 		set_timer(L->window, true);
@@ -479,6 +594,121 @@ static void on_exit_event(struct learner *L, struct task *t)
 	t->exiting = true;
 }
 
+static void on_wait(struct learner *L, pid_t tid, int status, bool run);
+
+/*
+ * Can the execve() that @tid entered, of the path at @addr in its memory,
+ * succeed?  A shell or execvp() tries every directory of PATH in turn;
+ * sampling the whole address space before each failing try would cost
+ * more than everything else.  Answers true when in doubt.
+ */
+static bool may_exec(pid_t tid, uint64_t addr)
+{
+	char path[PATH_MAX], name[64];
+	struct iovec local = { path, sizeof(path) - 1 }, remote = { (void *)(uintptr_t)addr, sizeof(path) - 1 };
+	ssize_t got = process_vm_readv(tid, &local, 1, &remote, 1, 0);
+	int dir;
+	bool ok;
+
+	if (got <= 0)
+		return true;	/* the string may cross into an unreadable page */
+	path[got] = '\0';
+	if (strlen(path) == (size_t)got)
+		return true;
+	/* resolved as the tracee would: its root, its working directory */
+	snprintf(name, sizeof(name), "/proc/%d/%s", (int)tid, path[0] == '/' ? "root" : "cwd");
+	dir = open(name, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0)
+		return true;
+	ok = faccessat(dir, path[0] == '/' ? path + 1 : path, X_OK, 0) == 0 || errno != ENOENT;
+	close(dir);
+	return ok;
+}
+
+/* -ERESTART*: the kernel may restart the call; leave its registers alone. */
+static bool restarting(const struct __ptrace_syscall_info *info)
+{
+	return info->exit.is_error && info->exit.rval <= -512 && info->exit.rval >= -516;
+}
+
+#if defined(__x86_64__)
+#define NATIVE_ARCH AUDIT_ARCH_X86_64
+#elif defined(__aarch64__)
+#define NATIVE_ARCH AUDIT_ARCH_AARCH64
+#else
+#define NATIVE_ARCH 0	/* any: no 32-bit personality to tell apart */
+#endif
+
+/*
+ * A system call stop of @t (entry, seccomp or exit).  At the entry of one
+ * that takes file pages away, sample what it is about to take.  At the exit
+ * of an mmap or mremap, turn fault-around off in the new mapping; at the
+ * first exit in a new address space, set that up.  Returns true when @t
+ * stopped for something else meanwhile and that stop has been handled.
+ */
+static bool on_syscall_stop(struct learner *L, struct task *t)
+{
+	struct __ptrace_syscall_info info;
+	const uint64_t *a;
+	struct proc_uffd *u;
+	bool interrupted = false;
+	int status;
+
+	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof(info), &info) <= 0 ||
+	    !t->execed)
+		return false;
+	if (NATIVE_ARCH && info.arch != NATIVE_ARCH) {
+		/* a 32-bit program: its system calls are not ours to read
+		 * (the filter lets them through), fault-around stays on */
+		t->want_uffd = t->want_exit = false;
+		return false;
+	}
+	if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
+		u = uffd_find(L, t->tgid);
+		if (t->want_exit && u && !info.exit.is_error) {
+			uint64_t len = t->nr == SYS_mremap ? t->args[2] : t->args[1];
+			uint64_t at = (uint64_t)info.exit.rval;
+
+			/* an mmap that stopped here mapped a file */
+			if (t->nr == SYS_mmap)
+				pb_uffd_register(u->fd, at, at + len);
+			else
+				each_file_mapping(L, t->tid, at, at + len, register_mapping, u->fd);
+		}
+		t->want_exit = false;
+		if (t->want_uffd && !restarting(&info)) {
+			t->want_uffd = false;
+			uffd_attach(L, t, &status, &interrupted);
+			if (interrupted)
+				on_wait(L, t->tid, status, true);
+		}
+		return interrupted;
+	}
+	/* With the filter, the seccomp stop of the same call follows. */
+	if (info.op == PTRACE_SYSCALL_INFO_ENTRY && L->seccomp)
+		return false;
+	if (info.op == PTRACE_SYSCALL_INFO_ENTRY) {
+		t->nr = (long)info.entry.nr;
+		memcpy(t->args, info.entry.args, sizeof(t->args));
+	} else if (info.op == PTRACE_SYSCALL_INFO_SECCOMP) {
+		t->nr = (long)info.seccomp.nr;
+		memcpy(t->args, info.seccomp.args, sizeof(t->args));
+	} else {
+		return false;
+	}
+	a = t->args;
+	if (!pb_drops_pages(t->nr, a, L->no_fault_around))
+		return false;
+	if (t->nr == SYS_execve || t->nr == SYS_execveat) {
+		if (t->nr == SYS_execveat || may_exec(t->tid, a[0]))
+			sample(L, t->tid);
+	}
+	else if (t->nr != SYS_mmap || (a[3] & MAP_FIXED))
+		sample_range(L, t->tid, a[0], a[0] + a[1]);
+	t->want_exit = (t->nr == SYS_mmap || t->nr == SYS_mremap) && uffd_find(L, t->tgid);
+	return false;
+}
+
 /*
  * Handle one ptrace-stop of @t.  With @run, resume it as the kind of stop
  * requires; without (stopping everything), leave it stopped and remember
@@ -487,8 +717,16 @@ static void on_exit_event(struct learner *L, struct task *t)
 static void on_stop(struct learner *L, struct task *t, int status, bool run)
 {
 	int sig = WSTOPSIG(status), event = (int)((unsigned int)status >> 16);
+	bool syscall_stop = event == PTRACE_EVENT_SECCOMP ||
+			    (event == 0 && sig == (SIGTRAP | 0x80));
 	pid_t tid = t->tid;
 
+	if (syscall_stop) {
+		/* stopping everything: the window's sample takes it all */
+		if (run && on_syscall_stop(L, t))
+			return;
+		event = PTRACE_EVENT_SECCOMP;	/* no signal to deliver */
+	}
 	switch (event) {
 	case 0:
 		/* signal-delivery-stop: deliver the signal as if we were not here */
@@ -519,7 +757,7 @@ static void on_stop(struct learner *L, struct task *t, int status, bool run)
 	if (!t)
 		return;
 	if (run) {
-		resume(tid, event ? 0 : t->sig);
+		resume(L, t, event ? 0 : t->sig);
 		t->sig = 0;
 	} else {
 		t->stopped = true;
@@ -533,6 +771,8 @@ static void on_stop(struct learner *L, struct task *t, int status, bool run)
 static void on_gone(struct learner *L, pid_t tid, int status)
 {
 	task_remove(L, tid);
+	/* a process ends when its leader is reaped */
+	uffd_drop(L, tid);
 	if (tid == L->child) {
 		L->child_done = true;
 		L->child_status = status;
@@ -557,7 +797,7 @@ static void on_wait(struct learner *L, pid_t tid, int status, bool run)
 	if (t)
 		on_stop(L, t, status, run);
 	else if (run)
-		resume(tid, 0);
+		ptrace(PTRACE_CONT, tid, NULL, NULL);
 }
 
 /* ---- the window: stop everything, sample, let go ------------------------ */
@@ -630,6 +870,9 @@ static void sample_all_and_detach(struct learner *L)
 		else
 			i++;
 	}
+	/* untraced from now on: fault-around as usual */
+	while (L->nr_uffds)
+		uffd_drop(L, L->uffds[0].tgid);
 }
 
 /* After the window: detach latecomers as they stop; collect CMD's status. */
@@ -649,9 +892,12 @@ static void let_go(struct learner *L)
 			/* A child forked just before this stop is attached too:
 			 * it stops in its turn and is let go here as well. */
 			int event = (int)((unsigned int)status >> 16);
+			int sig = WSTOPSIG(status);
 
-			ptrace(PTRACE_DETACH, tid, NULL,
-			       (void *)(long)(event ? 0 : WSTOPSIG(status)));
+			/* a syscall stop has no signal to pass on */
+			if (event || sig == (SIGTRAP | 0x80))
+				sig = 0;
+			ptrace(PTRACE_DETACH, tid, NULL, (void *)(long)sig);
 			continue;
 		}
 		if (WIFEXITED(status) || WIFSIGNALED(status))
@@ -665,10 +911,11 @@ static void let_go(struct learner *L)
  * Fork CMD and seize it before it executes anything: the child waits on a
  * pipe until the tracer is attached, so the exec is the first event seen.
  */
-static pid_t spawn_traced(char **cmd)
+static pid_t spawn_traced(const struct learner *L, char **cmd)
 {
 	long opts = PTRACE_O_TRACEFORK | PTRACE_O_TRACEVFORK | PTRACE_O_TRACECLONE |
-		    PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL;
+		    PTRACE_O_TRACEEXEC | PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL |
+		    PTRACE_O_TRACESYSGOOD | PTRACE_O_TRACESECCOMP;
 	int sync[2], status;
 	pid_t pid;
 	char c = 0;
@@ -686,6 +933,10 @@ static pid_t spawn_traced(char **cmd)
 		close(sync[1]);
 		if (read(sync[0], &c, 1) != 1)
 			_exit(127);	/* the tracer gave up */
+		if (L->seccomp && pb_install_unmap_filter(L->no_fault_around)) {
+			pb_error_errno(cmd[0], "record: cannot install the seccomp filter");
+			_exit(126);
+		}
 		execvp(cmd[0], cmd);
 		c = errno == ENOENT ? 127 : 126;
 		pb_error_errno(cmd[0], "cannot execute");
@@ -837,6 +1088,9 @@ static void learner_free(struct learner *L)
 	}
 	free(L->files);
 	free(L->tasks);
+	while (L->nr_uffds)
+		uffd_drop(L, L->uffds[0].tgid);
+	free(L->uffds);
 	free(L->pm_buf);
 }
 
@@ -856,7 +1110,16 @@ int pb_cmd_record(int argc, char **argv)
 		return PB_EXIT_FAIL;
 	}
 	window_expired = 0;
-	L.child = spawn_traced(argv + optind);
+	/*
+	 * A seccomp filter outlives the tracer, and SECCOMP_RET_TRACE without
+	 * one fails the call: with --window, stop at every system call instead.
+	 */
+	L.no_fault_around = pb_fault_around_can_be_off();
+#ifdef __x86_64__
+	L.seccomp = !L.window;
+#endif
+	L.syscall_stops = !L.seccomp;
+	L.child = spawn_traced(&L, argv + optind);
 	if (L.child < 0) {
 		learner_free(&L);
 		return PB_EXIT_FAIL;

@@ -11,6 +11,7 @@
  *   digest.c   digests of the original bytes (OpenSSL; not in pbitmap-run)
  *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
  *   pageset.c  sparse sets of page indices (what `record` observed)
+ *   tracee.c   `record`'s system-call stops and fault-around switch
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`
  *   rpm.c      `pbitmap stamp` and `pbitmap rpm-verify`: rpm packages
  *   main.c, messages.c, args.c, filelist.c, cmd-*.c: the command line,
@@ -358,6 +359,28 @@ int pb_pageset_add(struct pb_pageset *s, uint64_t page);
 bool pb_pageset_next(const struct pb_pageset *s, uint64_t from, uint64_t *page);
 uint64_t pb_pageset_count(const struct pb_pageset *s);
 void pb_pageset_free(struct pb_pageset *s);
+
+/*
+ * System calls that take file pages out of an address space (tracee.c):
+ * munmap, mremap, execve(at), mmap with MAP_FIXED, madvise(DONTNEED,
+ * REMOVE, PAGEOUT, DONTNEED_LOCKED); with @file_mmaps, every mmap of a
+ * file too (its new mapping is to be registered, see below).
+ */
+bool pb_drops_pages(long nr, const uint64_t *args, bool file_mmaps);
+/* Install, in the calling process, a seccomp filter that makes exactly
+ * those system calls stop for the tracer (SECCOMP_RET_TRACE).  0 or PB_FAIL. */
+int pb_install_unmap_filter(bool file_mmaps);
+/* Can this kernel turn fault-around off in a mapping (userfaultfd, WP_ASYNC)? */
+bool pb_fault_around_can_be_off(void);
+/*
+ * Make the tracee @tid (of process @tgid), in a syscall-exit-stop, create a
+ * userfaultfd; return the tracer's copy (the tracee's is closed), its
+ * registers restored.  PB_FAIL: not possible, the tracee still in its stop;
+ * PB_NONE: it stopped for something else meanwhile, *@status says what.
+ */
+int pb_tracee_userfaultfd(pid_t tid, pid_t tgid, int *status);
+/* Turn fault-around off in [start, end) of the tracee's file mappings. */
+void pb_uffd_register(int uffd, uint64_t start, uint64_t end);
 
 
 /*

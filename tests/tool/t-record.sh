@@ -298,7 +298,7 @@ pass "--window with two processes: both sampled and let go"
 
 # ---- a mapped data file: its record is in the user.pbitmap xattr ------------------------
 
-# Python unmaps the file before it exits, so only a window sees the mapping.
+# Python unmaps the file before it exits (t-record-unmap: learned then too).
 [[ -x /usr/bin/python3.11 ]] || fail "missing /usr/bin/python3.11"
 head -c 4194304 /dev/urandom >data.bin || fail "making data.bin"
 "$PBITMAP" add -q data.bin || fail "pbitmap add data.bin"
