@@ -37,6 +37,13 @@
 
 /* ---- prefetching one file ------------------------------------------------ */
 
+/*
+ * Ranges closer than this are read as one: a read request costs more than
+ * the few pages of a short gap (`record` learns page by page, with no
+ * fault-around chunks to join neighbours).  Fault-around's default window.
+ */
+#define PREFETCH_JOIN_GAP	(64 * 1024)
+
 int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 {
 	uint64_t nr, content, first, count, n_ext = 0, n_bytes = 0;
@@ -59,8 +66,14 @@ int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 	pb_effective(&f->rec, plane);
 	for (uint64_t n = 0; pb_next_run(plane, nr, n, &first, &count); n = first + count) {
 		uint64_t off = first << shift, end = (first + count) << shift;
+		uint64_t next, next_count;
 		int err;
 
+		while (pb_next_run(plane, nr, first + count, &next, &next_count) &&
+		       (next << shift) - end < PREFETCH_JOIN_GAP) {
+			count = next + next_count - first;
+			end = (first + count) << shift;
+		}
 		if (end > content)
 			end = content;	/* the last granule may be partial */
 		if (off >= end)
