@@ -1112,11 +1112,12 @@ int pb_cmd_record(int argc, char **argv)
 	window_expired = 0;
 	/*
 	 * A seccomp filter outlives the tracer, and SECCOMP_RET_TRACE without
-	 * one fails the call: with --window, stop at every system call instead.
+	 * one fails the call: with --window, or on a kernel without seccomp
+	 * filters, stop at every system call instead.
 	 */
 	L.no_fault_around = pb_fault_around_can_be_off();
 #ifdef __x86_64__
-	L.seccomp = !L.window;
+	L.seccomp = !L.window && pb_unmap_filter_available();
 #endif
 	L.syscall_stops = !L.seccomp;
 	L.child = spawn_traced(&L, argv + optind);

@@ -370,6 +370,8 @@ bool pb_drops_pages(long nr, const uint64_t *args, bool file_mmaps);
 /* Install, in the calling process, a seccomp filter that makes exactly
  * those system calls stop for the tracer (SECCOMP_RET_TRACE).  0 or PB_FAIL. */
 int pb_install_unmap_filter(bool file_mmaps);
+/* Can this kernel stop a tracee by seccomp filter (SECCOMP_RET_TRACE)? */
+bool pb_unmap_filter_available(void);
 /* Can this kernel turn fault-around off in a mapping (userfaultfd, WP_ASYNC)? */
 bool pb_fault_around_can_be_off(void);
 /*

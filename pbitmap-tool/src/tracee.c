@@ -84,6 +84,19 @@ static unsigned char hop(int at, int to)
 }
 
 /*
+ * Whether this kernel can stop a tracee by seccomp filter (SECCOMP_RET_TRACE):
+ * kernels built without CONFIG_SECCOMP_FILTER (small or embedded ones, the
+ * test bed's before it had it) cannot, and record then stops at every
+ * system call instead, which is slower but learns the same pages.
+ */
+bool pb_unmap_filter_available(void)
+{
+	uint32_t action = SECCOMP_RET_TRACE;
+
+	return syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) == 0;
+}
+
+/*
  * The same predicate as pb_drops_pages(), in classic BPF.  Arguments are
  * compared on their low 32 bits (flags and advice values fit).
  */
