@@ -36,7 +36,7 @@ SAN_CFLAGS := -std=c11 -O1 -g $(WARN) -fsanitize=address,undefined \
 # Debian packages, grouped by what needs them.
 DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libssl-dev
 DEPS_TEST  := elfutils binutils gcc-multilib clang llvm libclang-rt-14-dev attr \
-	      libcap2-bin acl openssl e2fsprogs util-linux procps time file coreutils python3
+	      libcap2-bin acl openssl e2fsprogs util-linux procps time file coreutils python3 strace
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 
 .PHONY: all deps check check-tool demo fuzz install clean man FORCE

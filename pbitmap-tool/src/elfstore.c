@@ -507,6 +507,26 @@ static int load_stamp(struct pb_file *f, struct pb_elf *e)
 	return 0;
 }
 
+/*
+ * Where a stamp of @content bytes with this geometry, interrupted at one of
+ * its steps, left the end of the file: right after the record (killed once
+ * the record was written) or after the whole tail (killed before the header
+ * switch, or a strip killed after restoring the header).  UINT64_MAX when
+ * no record has this geometry.  Never decreases as @content grows.
+ */
+static uint64_t torn_end(const struct pb_elf *e, uint64_t content, unsigned int shift,
+			 unsigned int planes, bool whole)
+{
+	size_t record_size = pb_record_size(content, shift, planes);
+	struct tail_layout t;
+
+	if (!record_size)
+		return UINT64_MAX;
+	plan_tail(e->cls, content, record_size,
+		  e->shstrtab_size + sizeof(PBITMAP_SECTION_NAME), e->shnum + 1, &t);
+	return whole ? t.end : t.record_offset + record_size;
+}
+
 /* The record header of an interrupted stamp at @off, if there is one. */
 static bool torn_record_at(struct pb_file *f, struct pb_elf *e, uint64_t off)
 {
@@ -520,35 +540,87 @@ static bool torn_record_at(struct pb_file *f, struct pb_elf *e, uint64_t off)
 	    content < e->extent || round_up(content, PBITMAP_RECORD_ALIGN) != off ||
 	    le64toh(h.orig_shoff) != e->ehdr.e_shoff ||
 	    le32toh(h.orig_shnum) != e->ehdr.e_shnum ||
-	    le16toh(h.orig_shstrndx) != e->ehdr.e_shstrndx)
+	    le16toh(h.orig_shstrndx) != e->ehdr.e_shstrndx ||
+	    h.page_shift < PBITMAP_MIN_PAGE_SHIFT || h.page_shift > PBITMAP_MAX_PAGE_SHIFT ||
+	    h.nr_planes < 1 || h.nr_planes > PBITMAP_MAX_PLANES)
+		return false;
+	/* The tail this record describes ends the file. */
+	if (torn_end(e, content, h.page_shift, h.nr_planes, false) != e->file_size &&
+	    torn_end(e, content, h.page_shift, h.nr_planes, true) != e->file_size)
 		return false;
 	e->undo = h;
 	return true;
 }
 
 /*
+ * The record offset R (a multiple of PBITMAP_RECORD_ALIGN) of an
+ * interrupted stamp with this geometry that ends the file, or 0.  R is the
+ * content size rounded up, so the content lies in (R - align, R]: find the
+ * lowest R whose largest content reaches the end of the file (torn_end()
+ * grows with the content), then see whether a content in its range ends
+ * the file exactly.  Over that range the number of granules, so the record
+ * size, takes at most two values: those of its two ends.
+ */
+static uint64_t torn_record_offset(const struct pb_elf *e, unsigned int shift,
+				   unsigned int planes, bool whole)
+{
+	const uint64_t align = PBITMAP_RECORD_ALIGN;
+	uint64_t lo = round_up(e->extent, align) / align;	/* in units of align */
+	uint64_t hi = e->file_size / align, r, first;
+
+	while (lo < hi) {
+		uint64_t mid = lo + (hi - lo) / 2;
+
+		if (torn_end(e, mid * align, shift, planes, whole) >= e->file_size)
+			hi = mid;
+		else
+			lo = mid + 1;
+	}
+	r = lo * align;
+	if (r == 0 || r >= e->file_size)
+		return 0;
+	first = r - align + 1 > e->extent ? r - align + 1 : e->extent;
+	if (torn_end(e, first, shift, planes, whole) == e->file_size ||
+	    torn_end(e, r, shift, planes, whole) == e->file_size)
+		return r;
+	return 0;
+}
+
+/*
  * An interrupted stamp leaves the original ELF plus an unreferenced tail
  * that begins with a record whose undo data names this very header.  Only
- * files with bytes past their last ELF structure need the search, and the
- * record is within the largest tail a stamp can write.
+ * files with bytes past their last ELF structure can have one, and where
+ * its record starts follows from the end of the file: for each granule
+ * size and generation count, the tail a stamp writes has one layout (the
+ * copied tables have the sizes of this file's), so there are only a few
+ * candidate offsets, each checked with one read.  Probes (record, run,
+ * prefetch) only want a valid bitmap and skip the search altogether.
  */
 static void find_torn_tail(struct pb_file *f, struct pb_elf *e)
 {
-	uint64_t lowest = round_up(e->extent, PBITMAP_RECORD_ALIGN);
-	uint64_t span = PBITMAP_MAX_RECORD_SIZE + ((uint64_t)1 << 20);
-	uint64_t off;
+	uint64_t seen[2 * (PBITMAP_MAX_PAGE_SHIFT - PBITMAP_MIN_PAGE_SHIFT + 1) *
+		      PBITMAP_MAX_PLANES];
+	size_t nr_seen = 0;
 
-	if (e->file_size <= e->extent || e->file_size < sizeof(struct pbitmap_header))
+	if ((f->open_flags & PB_OPEN_PROBE) || e->file_size <= e->extent)
 		return;
-	off = (e->file_size - sizeof(struct pbitmap_header)) /
-	      PBITMAP_RECORD_ALIGN * PBITMAP_RECORD_ALIGN;
-	for (; off >= lowest && off + span >= e->file_size; off -= PBITMAP_RECORD_ALIGN) {
-		if (torn_record_at(f, e, off)) {
-			f->interrupted = true;
-			return;
+	for (unsigned int shift = PBITMAP_MIN_PAGE_SHIFT; shift <= PBITMAP_MAX_PAGE_SHIFT; shift++) {
+		for (unsigned int planes = 1; planes <= PBITMAP_MAX_PLANES; planes++) {
+			for (int whole = 0; whole <= 1; whole++) {
+				uint64_t off = torn_record_offset(e, shift, planes, whole);
+				size_t i;
+
+				for (i = 0; off && i < nr_seen && seen[i] != off; i++)
+					;
+				if (!off || i < nr_seen)
+					continue;
+				seen[nr_seen++] = off;
+				if (torn_record_at(f, e, off)) {
+					f->interrupted = true;
+					return;
+				}
+			}
 		}
-		if (off < PBITMAP_RECORD_ALIGN)
-			break;
 	}
 }
 
