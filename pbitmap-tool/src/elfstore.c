@@ -435,19 +435,47 @@ static bool stamp_consistent(const struct pb_elf *e, const struct pbitmap_header
 	       e->ehdr.e_shoff + (uint64_t)e->shnum * e->ehdr.e_shentsize == end;
 }
 
-/*
- * Does orig_shoff point at the original section header table?  Stamping
- * left that table in place and copied it, changing only the entry of the
- * section name table, so the two must match entry for entry.  This is what
- * catches a damaged orig_shoff, which stamp_consistent() can only bound;
- * strip would otherwise write it into the header.  1 yes, 0 no, PB_FAIL.
- */
-static int original_table_matches(struct pb_file *f, const struct pb_elf *e,
-				  const struct pbitmap_header *h)
+/* The fields of a section header in file order (little-endian, checked). */
+static void raw_shdr(int cls, const unsigned char *raw, GElf_Shdr *s)
 {
+	if (cls == ELFCLASS64) {
+		Elf64_Shdr h;
+
+		memcpy(&h, raw, sizeof(h));
+		s->sh_type = le32toh(h.sh_type);
+		s->sh_flags = le64toh(h.sh_flags);
+		s->sh_offset = le64toh(h.sh_offset);
+		s->sh_size = le64toh(h.sh_size);
+	} else {
+		Elf32_Shdr h;
+
+		memcpy(&h, raw, sizeof(h));
+		s->sh_type = le32toh(h.sh_type);
+		s->sh_flags = le32toh(h.sh_flags);
+		s->sh_offset = le32toh(h.sh_offset);
+		s->sh_size = le32toh(h.sh_size);
+	}
+}
+
+/*
+ * Is the file the undo data describes one pbitmap could have stamped?  The
+ * stamp left the original section header table in place and copied it,
+ * changing only the entry of the section name table, so the two must match
+ * entry for entry: this catches a damaged orig_shoff, which
+ * stamp_consistent() can only bound and strip would write into the header.
+ * The original name table must pass check_shstrtab()'s tests, and every
+ * section and segment must lie in the original content: else undoing gives
+ * a file that add refuses (and a replacement of a damaged record would end
+ * half done).  1 yes, 0 no, PB_FAIL.
+ */
+static int original_ok(struct pb_file *f, Elf *elf, const struct pb_elf *e,
+		       const struct pbitmap_header *h)
+{
+	uint64_t content = le64toh(h->content_size);
 	size_t ent = e->ehdr.e_shentsize, n = le32toh(h->orig_shnum);
-	size_t len = n * ent;
-	unsigned char *orig = malloc(len), *copy = malloc(len);
+	size_t len = n * ent, strndx = e->ehdr.e_shstrndx, phnum;
+	unsigned char *orig = malloc(len), *copy = malloc(len), last;
+	GElf_Shdr s;
 	int ret = 1;
 
 	if (!orig || !copy)
@@ -456,14 +484,44 @@ static int original_table_matches(struct pb_file *f, const struct pb_elf *e,
 		 pread_full(f->fd, copy, len, e->ehdr.e_shoff))
 		ret = pb_error_errno(f->path, "read of the section header tables");
 	for (size_t i = 0; ret == 1 && i < n; i++)
-		if (i != e->ehdr.e_shstrndx && memcmp(orig + i * ent, copy + i * ent, ent))
+		if (i != strndx && memcmp(orig + i * ent, copy + i * ent, ent))
 			ret = 0;
+	if (ret == 1 && strndx < n) {
+		raw_shdr(e->cls, orig + strndx * ent, &s);
+		if (s.sh_type != SHT_STRTAB || (s.sh_flags & SHF_COMPRESSED) || s.sh_size == 0 ||
+		    !in_file(s.sh_offset, s.sh_size, content) || s.sh_offset < e->ehdr_size)
+			ret = 0;
+		else if (pread_full(f->fd, &last, 1, s.sh_offset + s.sh_size - 1))
+			ret = pb_error_errno(f->path, "read of the section name table");
+		else if (last != '\0')
+			ret = 0;
+	}
+	/* Entries other than the name table's are the current ones. */
+	for (size_t i = 1; ret == 1 && i < n; i++) {
+		if (i == strndx)
+			continue;
+		if (!gelf_getshdr(elf_getscn(elf, i), &s))
+			ret = libelf_fail(f, "unreadable section header");
+		else if (s.sh_type != SHT_NOBITS && s.sh_size &&
+			 !in_file(s.sh_offset, s.sh_size, content))
+			ret = 0;
+	}
+	if (ret == 1 && elf_getphdrnum(elf, &phnum))
+		ret = libelf_fail(f, "unreadable program header table");
+	for (size_t i = 0; ret == 1 && i < phnum; i++) {
+		GElf_Phdr p;
+
+		if (!gelf_getphdr(elf, (int)i, &p))
+			ret = libelf_fail(f, "unreadable program header");
+		else if (!in_file(p.p_offset, p.p_filesz, content))
+			ret = 0;
+	}
 	free(orig);
 	free(copy);
 	return ret;
 }
 
-static int load_stamp(struct pb_file *f, struct pb_elf *e)
+static int load_stamp(struct pb_file *f, Elf *elf, struct pb_elf *e)
 {
 	uint64_t size = e->pb_shdr.sh_size;
 	unsigned char *buf;
@@ -484,7 +542,7 @@ static int load_stamp(struct pb_file *f, struct pb_elf *e)
 		     stamp_consistent(e, &e->undo);
 	/* Probes never undo: they skip reading the tables. */
 	if (e->undo_ok && !(f->open_flags & PB_OPEN_PROBE)) {
-		int match = original_table_matches(f, e, &e->undo);
+		int match = original_ok(f, elf, e, &e->undo);
 
 		if (match < 0) {
 			free(buf);
@@ -680,7 +738,7 @@ int pb_elf_inspect(struct pb_file *f)
 	if (!ret)
 		ret = check_shstrtab(f, elf, e);
 	if (!ret && e->pb_index)
-		ret = load_stamp(f, e);
+		ret = load_stamp(f, elf, e);
 	else if (!ret)
 		find_torn_tail(f, e);
 	f->damage = e->damage;

@@ -330,13 +330,22 @@ bad "a file with security.ima" 3 "ima|signature|signed|integrity" "$d/ima"
 #     restores the original (exit 0) and add replaces the damaged record with
 #     a fresh valid stamp (exit 0) that strips to the original;
 #   undo (a byte of orig_shoff at 56): nothing tells where the original ends,
-#     so strip and add both refuse (exit 1) and leave the file untouched.
-for where in plane header undo; do
+#     so strip and add both refuse (exit 1) and leave the file untouched;
+#   orig-strtab (a plane byte, and the last byte of the original section name
+#     table, in the original content, made non-NUL): undoing would give a
+#     file add refuses, so both refuse untouched (add used to remove the
+#     stamp, then fail: fuzz_stamp found it).
+for where in plane header undo orig-strtab; do
 	f=$(mk "corrupt-$where")
 	expect_status 0 "$PBITMAP" add "$f"
 	read -r off rsize < <($ELFCHECK record "$f") || fail "no record after add"
 	case $where in
 	plane) pos=$((off + 128)) ;;
+	orig-strtab)
+		pos=$((off + 128))
+		read -r stroff strsize < <(section "$d/good" .shstrtab)
+		patch "$f" $((stroff + strsize - 1)) 1 0x78
+		;;
 	header) pos=$((off + 40)) ;;
 	undo) pos=$((off + 56)) ;;
 	esac
@@ -354,7 +363,7 @@ with open(sys.argv[1], "r+b") as f:
 	pass "corrupted $where byte (record at $off, $rsize bytes): verify exit 1: $(head -1 "$ERR")"
 	cp "$f" "$f.2"
 	snapshot "$f.2"
-	if [[ $where == undo ]]; then
+	if [[ $where == undo || $where == orig-strtab ]]; then
 		expect_status 1 "$PBITMAP" strip "$f"
 		grep -qF "pbitmap: $f: cannot remove the bitmap" "$ERR" ||
 			fail "strip of a record with damaged undo data: stderr: $(cat "$ERR")"
