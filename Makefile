@@ -4,7 +4,7 @@
 #   make          build build/pbitmap
 #   make check    run every test
 #   make demo     the end-to-end demonstration
-#   make fuzz     a long fuzzing run of the parsers
+#   make fuzz     a long fuzzing run of the parsers and of the writing verbs
 #   make install  PREFIX=/usr DESTDIR=
 
 PREFIX  ?= /usr/local
@@ -74,16 +74,23 @@ $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(RUN_SRCS) $(RUN_LIBS)
 
-# The fuzz target links the parsing modules only, not the command modules
-# (it defines the message functions of messages.c itself, silently).
+# Two fuzz targets (pbitmap-tool/fuzz/): fuzz_parse links the parsing modules
+# only, not the command modules (it defines the message functions of
+# messages.c itself, silently); fuzz_stamp runs the verbs themselves on a
+# file, so it links everything but main().
 FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c learn.c prefetch.c \
 	     $(notdir $(wildcard $(TOOL_DIR)/src/cmd-*.c))
 FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
 	     $(TOOL_DIR)/fuzz/fuzz_parse.c
+FUZZ_STAMP_SRCS := $(filter-out $(TOOL_DIR)/src/main.c,$(SRCS)) $(TOOL_DIR)/fuzz/fuzz_stamp.c
+FUZZ_CFLAGS := $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -DPBITMAP_FUZZING
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_stamp
 $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz
-	clang $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined \
-		-DPBITMAP_FUZZING -o $@ $(FUZZ_SRCS) $(LIBS)
+	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS) $(LIBS)
+$(BUILD)/fuzz/fuzz_stamp: $(FUZZ_STAMP_SRCS) $(HDRS) | $(BUILD)
+	@mkdir -p $(BUILD)/fuzz
+	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_STAMP_SRCS) $(LIBS)
 
 $(BUILD):
 	@mkdir -p $(BUILD)
@@ -112,7 +119,7 @@ deps:
 check: deps
 	$(MAKE) PBITMAP_WERROR=1 $(CHECKS)
 
-check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/fuzz/fuzz_parse
+check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(FUZZ_TARGETS)
 	tests/run-tests tests/tool
 
 # User-space prefetch on the host, then the patched kernel in the VM as
@@ -122,10 +129,13 @@ demo: deps
 	tests/demo.sh
 	$(MAKE) stap-demo
 
-fuzz: $(BUILD)/fuzz/fuzz_parse
-	@mkdir -p $(BUILD)/fuzz/corpus
-	$(BUILD)/fuzz/fuzz_parse -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
-		$(BUILD)/fuzz/corpus $(TOOL_DIR)/fuzz/seeds
+# FUZZ_SECONDS for each target, each with its own corpus.
+fuzz: $(FUZZ_TARGETS)
+	@for t in $(notdir $(FUZZ_TARGETS)); do \
+		mkdir -p $(BUILD)/fuzz/corpus-$$t && \
+		$(BUILD)/fuzz/$$t -close_fd_mask=3 -max_total_time=$(FUZZ_SECONDS) -max_len=65536 \
+			$(BUILD)/fuzz/corpus-$$t $(TOOL_DIR)/fuzz/seeds || exit 1; \
+	done
 
 install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run
 	install -D -m 0755 $(BUILD)/pbitmap $(DESTDIR)$(PREFIX)/bin/pbitmap
