@@ -5,6 +5,7 @@
 
 STAP_HERE=${STAP_HERE:-$PWD}
 stap_pids=()
+stap_names=()
 
 fail() { echo "FAIL: $*"; exit 1; }
 
@@ -29,6 +30,7 @@ start_stap() {
 	shift 2
 	staprun -o "$out" "$STAP_HERE/stap_${script//-/_}.ko" "$@" &
 	stap_pids+=($!)
+	stap_names+=("$script")
 	for _ in $(seq 600); do
 		grep -q "^$script.stp: tracing" "$out" 2>/dev/null && return 0
 		kill -0 "${stap_pids[-1]}" 2>/dev/null || fail "staprun $script.ko exited early"
@@ -37,10 +39,19 @@ start_stap() {
 	fail "staprun $script.ko did not start within 60 s"
 }
 
-# stop_stap: SIGINT every staprun started (their end probes print), wait.
+# stop_stap: SIGINT every staprun started (their end probes print), wait
+# for each and fail if any exited with an error (`wait P1 P2` would return
+# the status of the last one only).
 stop_stap() {
+	local i rc failed=""
 	[ ${#stap_pids[@]} = 0 ] && return 0
 	kill -INT "${stap_pids[@]}" 2>/dev/null || true
-	wait "${stap_pids[@]}" || fail "staprun exited with an error"
+	for i in "${!stap_pids[@]}"; do
+		wait "${stap_pids[i]}"
+		rc=$?
+		[ "$rc" = 0 ] || failed="$failed ${stap_names[i]}.ko (exit $rc)"
+	done
 	stap_pids=()
+	stap_names=()
+	[ -z "$failed" ] || fail "staprun exited with an error:$failed"
 }

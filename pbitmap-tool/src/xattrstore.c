@@ -138,6 +138,8 @@ static int write_value(struct pb_file *f, const struct pb_record *r, size_t xatt
 			       sizeof(*x) + n, xattr_max);
 	else if (fsetxattr(f->fd, PBITMAP_XATTR_NAME, x, sizeof(*x) + n, xflags))
 		ret = xattr_error(f, errno);
+	else
+		pb_fault_point("xattr-written");
 	free(x);
 	return ret;
 }
@@ -184,6 +186,7 @@ int pb_xattr_unstamp(struct pb_file *f)
 			return PB_NONE;
 		return pb_error_errno(f->path, "removing the " PBITMAP_XATTR_NAME " attribute");
 	}
+	pb_fault_point("xattr-removed");
 	return 0;
 }
 

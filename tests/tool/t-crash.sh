@@ -7,7 +7,7 @@
 # PBITMAP_FAULT=STEP makes the process SIGKILL itself there (status 137).
 # For each step of `add`, of `strip` and of a re-stamp (`add -g 6` on a
 # stamped file: strip then stamp) on an ELF program carrying a file
-# capability, and on a data file, this asserts, right after the kill:
+# capability, this asserts, right after the kill:
 #   - either the original is intact (the first ORIG_SIZE bytes equal the
 #     original, readelf and eu-elflint see nothing new, the program prints
 #     the same) or the stamp is complete (verify exits 0);
@@ -19,7 +19,8 @@
 # kill between the first write and the metadata restore may lose them and
 # that nothing is ever restored from a tail on disk; so the test prints
 # whether they survived each kill and asserts that repair and strip neither
-# lose nor add any afterwards.
+# lose nor add any afterwards.  A data file's steps are checked at the end
+# (its record is one attribute, written by one system call).
 # Since changes are made in a copy renamed over the file (pbitmap(1),
 # REPLACING FILES), the file named is always the old version or the complete
 # new one, capability included (asserted); a kill between linking the copy
@@ -198,26 +199,49 @@ done
 
 # ---- data files ----------------------------------------------------------------
 
+# A data file's record is one extended attribute, set or removed by a single
+# system call; the fault points right after it (xattr-written, xattr-removed)
+# are where a kill can land.  Each step of add, of strip and of a re-stamp
+# (add -g 6) must be hit (status 137) and leave the content intact and the
+# attribute as that call left it: present and valid after add's, absent after
+# strip's; then add, verify and strip work as on a fresh file.
 cp "$d/data" "$d/dlist"
-mapfile -t data_steps < <(steps add "$d/dlist"; steps strip "$d/dlist")
-note "data file fault points: ${data_steps[*]:-none}"
-for s in "${data_steps[@]}"; do
-	for verb in add strip; do
-		f=$d/data-$verb-$s
+mapfile -t data_add_steps < <(steps add "$d/dlist")
+"$PBITMAP" add "$d/dlist" 2>/dev/null || fail "add on a data file"
+mapfile -t data_restamp_steps < <(steps "add -g 6" "$d/dlist")
+mapfile -t data_strip_steps < <(steps strip "$d/dlist")
+note "data file fault points: add: ${data_add_steps[*]:-none}; add -g 6: ${data_restamp_steps[*]:-none}; strip: ${data_strip_steps[*]:-none}"
+((${#data_add_steps[@]} && ${#data_restamp_steps[@]} && ${#data_strip_steps[@]})) ||
+	fail "a data file's add, re-stamp or strip passes no fault point: nothing below would run"
+has_xattr() { getfattr --absolute-names -n user.pbitmap "$1" >/dev/null 2>&1; }
+for verb in add "add -g 6" strip; do
+	case $verb in
+	add) data_steps=("${data_add_steps[@]}") ;;
+	strip) data_steps=("${data_strip_steps[@]}") ;;
+	*) data_steps=("${data_restamp_steps[@]}") ;;
+	esac
+	for s in "${data_steps[@]}"; do
+		f=$d/data-${verb// /}-$s
 		cp "$d/data" "$f"
-		[[ $verb == strip ]] && expect_status 0 "$PBITMAP" add "$f"
-		PBITMAP_FAULT=$s "$PBITMAP" "$verb" "$f" >/dev/null 2>&1
-		rc=$?
-		[[ $rc == 0 || $rc == 137 ]] || fail "data $verb with fault $s: exit $rc"
+		[[ $verb != add ]] && expect_status 0 "$PBITMAP" add "$f"
+		# shellcheck disable=SC2086
+		expect_status 137 env PBITMAP_FAULT="$s" "$PBITMAP" $verb "$f"
 		assert_cmp "$f" "$d/data"
-		if getfattr --absolute-names -n user.pbitmap "$f" >/dev/null 2>&1; then
+		if [[ $verb == strip ]]; then
+			has_xattr "$f" && fail "data strip killed at $s: the attribute is still there"
+		else
+			has_xattr "$f" || fail "data $verb killed at $s: no attribute"
 			expect_status 0 "$PBITMAP" verify "$f"
+		fi
+		if [[ $verb == "add -g 6" ]]; then
+			planes=$($ELFCHECK dump "$f" | sed -n 's/^nr_planes=//p')
+			[[ $planes == 6 ]] || fail "data re-stamp killed at $s: $planes generations, expected the new 6"
 		fi
 		expect_status 0 "$PBITMAP" add "$f"
 		expect_status 0 "$PBITMAP" verify "$f"
 		expect_status 0 "$PBITMAP" strip "$f"
 		assert_cmp "$f" "$d/data"
-		getfattr --absolute-names -n user.pbitmap "$f" >/dev/null 2>&1 && fail "data: xattr left by strip"
-		pass "data $verb with fault $s (exit $rc): content intact, record absent or valid"
+		has_xattr "$f" && fail "data: xattr left by strip"
+		pass "data $verb killed at $s: content intact, attribute as the call left it; add/strip work"
 	done
 done

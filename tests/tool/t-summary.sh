@@ -11,7 +11,9 @@
 # "already stamped".
 # Then a list fed through a FIFO that stays open: after three files, SIGTERM
 # (as timeout(1) sends) stops pbitmap waiting for more, with one line saying
-# so, the summary, exit 1, and the three files validly stamped.
+# so, the summary, exit 1, and the three files validly stamped.  And SIGTERM
+# while busy with a list of 400 files: it stops after the file in hand, the
+# summary's count is the number of stamped files, every other file untouched.
 # Why: the trigger's summary is the only report a package install gives, and
 # a time limit must never leave a half-stamped file.
 
@@ -87,3 +89,40 @@ for i in 1 2 3; do
 	"$PBITMAP" verify -q "$d/s$i" || fail "s$i not validly stamped after the stop"
 done
 pass "SIGTERM: stopped cleanly after 3 files: $(tr '\n' ' ' <"$d/err")"
+
+# SIGTERM while busy: a long list already in the pipe, the signal sent as
+# soon as the first file is stamped, while the tool is working through the
+# rest.  It must finish the file in hand and stop: exit 1, the stop line,
+# a summary counting N stamped with 0 < N < the list, and each file either
+# validly stamped (exactly N of them) or byte-identical to the original.
+BUSY=400
+mkdir "$d/busy"
+gcc -o "$d/busy.orig" "$d/p.c" || fail gcc
+for ((i = 0; i < BUSY; i++)); do cp "$d/busy.orig" "$d/busy/b$i" || fail cp; done
+for ((i = 0; i < BUSY; i++)); do echo "$d/busy/b$i"; done >"$d/busy.list"
+orig_size=$(stat -c %s "$d/busy.orig")
+"$PBITMAP" add --stdin -q --summary <"$d/busy.list" >"$d/out" 2>"$d/err" &
+pb=$!
+for _ in $(seq 1 1000); do
+	(($(stat -c %s "$d/busy/b0") > orig_size)) && break
+	sleep 0.01
+done
+kill -TERM "$pb"
+wait "$pb"
+rc=$?
+[[ $rc == 1 ]] || fail "busy: exit status $rc after SIGTERM, expected 1: $(cat "$d/err")"
+grep -qx "pbitmap: stopped by signal 15 (Terminated): the rest of the list was not handled" "$d/err" ||
+	fail "busy: no stop line: $(cat "$d/err")"
+n=$(sed -n 's/^pbitmap: \([0-9]*\) files stamped, 0 already stamped, 0 skipped, 0 errors.*/\1/p' "$d/err")
+[[ -n $n ]] || fail "busy: no summary after SIGTERM: $(cat "$d/err")"
+((n > 0 && n < BUSY)) || fail "busy: $n of $BUSY files stamped: the signal did not arrive while it was busy"
+stamped=0
+for ((i = 0; i < BUSY; i++)); do
+	if cmp -s "$d/busy/b$i" "$d/busy.orig"; then
+		continue
+	fi
+	"$PBITMAP" verify -q "$d/busy/b$i" || fail "busy: b$i is neither the original nor validly stamped"
+	stamped=$((stamped + 1))
+done
+((stamped == n)) || fail "busy: the summary says $n stamped, $stamped files are"
+pass "SIGTERM while busy: stopped after $n of $BUSY files, each stamped or untouched"
