@@ -76,13 +76,15 @@ $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 
 # Two fuzz targets (pbitmap-tool/fuzz/): fuzz_parse links the parsing modules
 # only, not the command modules (it defines the message functions of
-# messages.c itself, silently); fuzz_stamp runs the verbs themselves on a
-# file, so it links everything but main().
+# messages.c itself, silently); fuzz_stamp runs the verbs that write on a
+# file, so it links everything but main.c and the modules of record, run,
+# prefetch and stamp --rpm.
 FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c learn.c prefetch.c \
 	     $(notdir $(wildcard $(TOOL_DIR)/src/cmd-*.c))
 FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
 	     $(TOOL_DIR)/fuzz/fuzz_parse.c
-FUZZ_STAMP_SRCS := $(filter-out $(TOOL_DIR)/src/main.c,$(SRCS)) $(TOOL_DIR)/fuzz/fuzz_stamp.c
+FUZZ_STAMP_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,main.c learn.c prefetch.c rpm.c),$(SRCS)) \
+		   $(TOOL_DIR)/fuzz/fuzz_stamp.c
 FUZZ_CFLAGS := $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -DPBITMAP_FUZZING
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_stamp
 $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
