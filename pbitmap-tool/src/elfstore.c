@@ -463,10 +463,12 @@ static void raw_shdr(int cls, const unsigned char *raw, GElf_Shdr *s)
  * changing only the entry of the section name table, so the two must match
  * entry for entry: this catches a damaged orig_shoff, which
  * stamp_consistent() can only bound and strip would write into the header.
- * The original name table must pass check_shstrtab()'s tests, and every
- * section and segment must lie in the original content: else undoing gives
- * a file that add refuses (and a replacement of a damaged record would end
- * half done).  1 yes, 0 no, PB_FAIL.
+ * The original must also pass the checks add makes (check_ehdr(),
+ * check_layout(), check_shstrtab()) where they differ from the stamped
+ * file's: its name table, its table's place, every section and segment
+ * within the original content and off both tables.  Else undoing gives a
+ * file add refuses (and a replacement of a damaged record would end half
+ * done).  1 yes, 0 no, PB_FAIL.
  */
 static int original_ok(struct pb_file *f, Elf *elf, const struct pb_elf *e,
 		       const struct pbitmap_header *h)
@@ -474,36 +476,38 @@ static int original_ok(struct pb_file *f, Elf *elf, const struct pb_elf *e,
 	uint64_t content = le64toh(h->content_size);
 	size_t ent = e->ehdr.e_shentsize, n = le32toh(h->orig_shnum);
 	size_t len = n * ent, strndx = e->ehdr.e_shstrndx, phnum;
+	uint64_t orig_shoff = le64toh(h->orig_shoff);
 	unsigned char *orig = malloc(len), *copy = malloc(len), last;
 	GElf_Shdr s;
-	int ret = 1;
+	int ret = strndx < n && orig_shoff >= e->ehdr_size;
 
 	if (!orig || !copy)
 		ret = pb_error_errno(f->path, "malloc");
-	else if (pread_full(f->fd, orig, len, le64toh(h->orig_shoff)) ||
-		 pread_full(f->fd, copy, len, e->ehdr.e_shoff))
+	else if (ret && (pread_full(f->fd, orig, len, orig_shoff) ||
+			 pread_full(f->fd, copy, len, e->ehdr.e_shoff)))
 		ret = pb_error_errno(f->path, "read of the section header tables");
 	for (size_t i = 0; ret == 1 && i < n; i++)
 		if (i != strndx && memcmp(orig + i * ent, copy + i * ent, ent))
 			ret = 0;
-	if (ret == 1 && strndx < n) {
+	if (ret == 1) {
 		raw_shdr(e->cls, orig + strndx * ent, &s);
 		if (s.sh_type != SHT_STRTAB || (s.sh_flags & SHF_COMPRESSED) || s.sh_size == 0 ||
-		    !in_file(s.sh_offset, s.sh_size, content) || s.sh_offset < e->ehdr_size)
+		    !in_file(s.sh_offset, s.sh_size, content))
 			ret = 0;
 		else if (pread_full(f->fd, &last, 1, s.sh_offset + s.sh_size - 1))
 			ret = pb_error_errno(f->path, "read of the section name table");
 		else if (last != '\0')
 			ret = 0;
 	}
-	/* Entries other than the name table's are the current ones. */
+	/* check_layout() on the original: entries but the name table's are the current ones. */
 	for (size_t i = 1; ret == 1 && i < n; i++) {
 		if (i == strndx)
-			continue;
-		if (!gelf_getshdr(elf_getscn(elf, i), &s))
+			raw_shdr(e->cls, orig + strndx * ent, &s);
+		else if (!gelf_getshdr(elf_getscn(elf, i), &s))
 			ret = libelf_fail(f, "unreadable section header");
-		else if (s.sh_type != SHT_NOBITS && s.sh_size &&
-			 !in_file(s.sh_offset, s.sh_size, content))
+		if (ret == 1 && s.sh_type != SHT_NOBITS && s.sh_size &&
+		    (!in_file(s.sh_offset, s.sh_size, content) || s.sh_offset < e->ehdr_size ||
+		     overlaps(s.sh_offset, s.sh_size, orig_shoff, len)))
 			ret = 0;
 	}
 	if (ret == 1 && elf_getphdrnum(elf, &phnum))

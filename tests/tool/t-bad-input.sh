@@ -334,8 +334,10 @@ bad "a file with security.ima" 3 "ima|signature|signed|integrity" "$d/ima"
 #   orig-strtab (a plane byte, and the last byte of the original section name
 #     table, in the original content, made non-NUL): undoing would give a
 #     file add refuses, so both refuse untouched (add used to remove the
-#     stamp, then fail: fuzz_stamp found it).
-for where in plane header undo orig-strtab; do
+#     stamp, then fail: fuzz_stamp found it);
+#   orig-overlap (a plane byte, and the original name table's entry in the
+#     original section header table pointed at that table itself): the same.
+for where in plane header undo orig-strtab orig-overlap; do
 	f=$(mk "corrupt-$where")
 	expect_status 0 "$PBITMAP" add "$f"
 	read -r off rsize < <($ELFCHECK record "$f") || fail "no record after add"
@@ -345,6 +347,13 @@ for where in plane header undo orig-strtab; do
 		pos=$((off + 128))
 		read -r stroff strsize < <(section "$d/good" .shstrtab)
 		patch "$f" $((stroff + strsize - 1)) 1 0x78
+		;;
+	orig-overlap)
+		pos=$((off + 128))
+		# sh_offset and sh_size of the Elf64_Shdr: the table's first
+		# 64 bytes, which end with a NUL (entry 0 is all zeros).
+		patch "$f" $((shoff + $(elf_value "$d/good" e_shstrndx) * 64 + 24)) 8 "$shoff"
+		patch "$f" $((shoff + $(elf_value "$d/good" e_shstrndx) * 64 + 32)) 8 64
 		;;
 	header) pos=$((off + 40)) ;;
 	undo) pos=$((off + 56)) ;;
@@ -363,7 +372,7 @@ with open(sys.argv[1], "r+b") as f:
 	pass "corrupted $where byte (record at $off, $rsize bytes): verify exit 1: $(head -1 "$ERR")"
 	cp "$f" "$f.2"
 	snapshot "$f.2"
-	if [[ $where == undo || $where == orig-strtab ]]; then
+	if [[ $where == undo || $where == orig-* ]]; then
 		expect_status 1 "$PBITMAP" strip "$f"
 		grep -qF "pbitmap: $f: cannot remove the bitmap" "$ERR" ||
 			fail "strip of a record with damaged undo data: stderr: $(cat "$ERR")"
