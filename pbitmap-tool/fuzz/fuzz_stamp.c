@@ -65,6 +65,13 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	return 0;
 }
 
+/* main.c's, for a verb's -h, which no call below passes. */
+void pb_print_verb_help(const char *name)
+{
+	(void)name;
+	abort();
+}
+
 /* Run a verb as main() does: argv[0] is the verb, getopt starts afresh. */
 static int verb(int (*run)(int, char **), ...)
 {
