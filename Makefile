@@ -79,11 +79,11 @@ $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 # messages.c itself, silently); fuzz_stamp runs the verbs that write on a
 # file, so it links everything but main.c and the modules of record, run,
 # prefetch and stamp --rpm.
-FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c learn.c prefetch.c \
+FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c observe.c prefetch.c \
 	     $(notdir $(wildcard $(TOOL_DIR)/src/cmd-*.c))
 FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
 	     $(TOOL_DIR)/fuzz/fuzz_parse.c
-FUZZ_STAMP_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,main.c learn.c prefetch.c rpm.c),$(SRCS)) \
+FUZZ_STAMP_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,main.c cmd-record.c observe.c prefetch.c rpm.c),$(SRCS)) \
 		   $(TOOL_DIR)/fuzz/fuzz_stamp.c
 FUZZ_CFLAGS := $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -DPBITMAP_FUZZING
 FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_stamp

@@ -20,10 +20,10 @@
  *     strip then gives undo's output back byte for byte.
  * The sanitizers (ASan, UBSan) catch the rest.
  *
- * Linked with every module but main.c, learn.c, prefetch.c and rpm.c (see
- * the Makefile).  The messages pbitmap prints for rejected inputs go to
- * stderr: run with -close_fd_mask=3, as the Makefile and tests/tool/t-fuzz.sh
- * do, to keep the fuzzer's own output readable (sanitizer reports still
+ * Linked with every module but main.c, cmd-record.c, observe.c, prefetch.c
+ * and rpm.c (see the Makefile).  The messages pbitmap prints for rejected
+ * inputs go to stderr: run with -close_fd_mask=3, as the Makefile and
+ * tests/tool/t-fuzz.sh do, to keep the fuzzer's own output readable (sanitizer reports still
  * appear).
  *
  *   make build/fuzz/fuzz_stamp

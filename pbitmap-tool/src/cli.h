@@ -12,7 +12,8 @@
  *   cmd-undo.c   undo, digest
  *   cmd-show.c   show, verify
  *   cmd-edit.c   set, clear, merge
- *   learn.c      record;  prefetch.c  prefetch, run;  rpm.c  stamp, rpm-verify
+ *   cmd-record.c record (observing CMD: observe.c, observe.h)
+ *   prefetch.c   prefetch, run;  rpm.c  stamp, rpm-verify
  */
 #ifndef PBITMAP_CLI_H
 #define PBITMAP_CLI_H

@@ -9,7 +9,8 @@
  *   replace.c  the writers' lock; changing a file by renaming a copy over it
  *   confine.c  --root: every file opened by name is resolved inside the root
  *   digest.c   digests of the original bytes (OpenSSL; not in pbitmap-run)
- *   learn.c    `pbitmap record`: learning by ptrace and /proc/PID/pagemap
+ *   observe.c  `pbitmap record`'s learning: ptrace and /proc/PID/pagemap
+ *              (observe.h; cmd-record.c writes what it observed)
  *   pageset.c  sparse sets of page indices (what `record` observed)
  *   tracee.c   `record`'s system-call stops and fault-around switch
  *   prefetch.c `pbitmap prefetch` and `pbitmap run`
@@ -334,7 +335,7 @@ unsigned int pb_xattr_page_shift(uint64_t content_size, unsigned int nr_planes,
 /* Decode an xattr value into @r (used by the fuzz target). */
 const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r);
 
-/* ---- learning and prefetching (learn.c, prefetch.c) -------------------- */
+/* ---- learning and prefetching (observe.c, prefetch.c) ------------------ */
 
 /*
  * A sparse set of page indices (pageset.c): memory in proportion to the

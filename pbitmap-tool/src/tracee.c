@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * System-call level help for `pbitmap record` (learn.c):
+ * System-call level help for `pbitmap record` (observe.c):
  *
  *  - which system calls take file pages out of an address space (munmap,
  *    mremap, mmap over an existing mapping, madvise(DONTNEED...), execve):

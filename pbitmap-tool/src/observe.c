@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
- * `pbitmap record`: learning in user space, for kernels without the
- * pbitmap patch.
+ * Observing a program for `pbitmap record` (learning in user space, for
+ * kernels without the pbitmap patch): which pages of which files it read.
+ * Writing that into the files is cmd-record.c's part; observe.h is the
+ * interface between the two.
  *
  * CMD runs under ptrace, and so does everything it forks, clones or
  * executes.  What a process needed is read from its page tables whenever
@@ -16,8 +18,8 @@
  * off in the tracee's file mappings (tracee.c), so a present page is one
  * the program touched.
  * The union over all processes, per file (identified by device and inode,
- * not by name), becomes the newest generation of each file that carries a
- * bitmap.  With --window, everything is sampled once, the window after the
+ * not by name), is what pb_observe() returns; cmd-record.c makes it the
+ * newest generation of each file that carries a bitmap.  With --window, everything is sampled once, the window after the
  * first exec, and then left to run untraced.
  *
  * The tracer uses PTRACE_SEIZE rather than PTRACE_TRACEME: only a seized
@@ -28,10 +30,8 @@
  * without one its stops fail the system calls): every system call stops
  * while the window lasts.
  */
-#include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
 #include <linux/audit.h>
@@ -50,7 +50,7 @@
 #include <unistd.h>
 
 #include "pbitmap.h"
-#include "cli.h"
+#include "observe.h"
 
 /* /proc/PID/pagemap entry bits (Documentation/admin-guide/mm/pagemap.rst). */
 #define PM_PRESENT	(UINT64_C(1) << 63)
@@ -90,15 +90,6 @@ struct proc_uffd {
 #define LEARN_OFFSET_MAX \
 	((uint64_t)PBITMAP_MAX_RECORD_SIZE * 8 << PBITMAP_MAX_PAGE_SHIFT)
 
-/* Pages observed in one file: file offset / page size. */
-struct seen_file {
-	dev_t dev;
-	ino_t ino;
-	char *path;
-	struct pb_pageset pages;
-	bool told_too_far;	/* the note on pages past LEARN_OFFSET_MAX is out */
-};
-
 struct learner {
 	double window;		/* seconds after the first exec, 0: none */
 	bool window_armed;
@@ -112,7 +103,7 @@ struct learner {
 	bool no_fault_around;	/* turn fault-around off in the tracees */
 	struct proc_uffd *uffds;
 	size_t nr_uffds, cap_uffds;
-	struct seen_file *files;
+	struct pb_observed_file *files;
 	size_t nr_files, cap_files;
 	size_t last_file;	/* lookup cache: maps lines come grouped */
 	uint64_t page_size;
@@ -121,35 +112,6 @@ struct learner {
 
 static volatile sig_atomic_t window_expired;
 static volatile sig_atomic_t forward_to;
-
-/* ---- command line ------------------------------------------------------ */
-
-/* Returns -1 to go on, else the exit status (after --help, 0). */
-static int parse_args(int argc, char **argv, struct learner *L)
-{
-	static const struct option opts[] = {
-		{ "window", required_argument, NULL, 'w' },
-		{ NULL, 0, NULL, 0 },
-	};
-	int c;
-
-	/* '+': CMD's own options are not ours, even without "--". */
-	while ((c = pb_getopt(argc, argv, "+", opts)) != -1) {
-		switch (c) {
-		case 'w':
-			if (!pb_parse_seconds(optarg, &L->window) ||
-			    L->window <= 0 || L->window > 1e6)
-				return pb_usage_error("record: --window wants seconds > 0, not '%s'",
-						      optarg);
-			break;
-		default:
-			return pb_option_exit(c);
-		}
-	}
-	if (optind >= argc)
-		return pb_usage_error("record: no CMD given");
-	return -1;
-}
 
 /* ---- signals ------------------------------------------------------------ */
 
@@ -327,9 +289,9 @@ static bool parse_maps_line(char *line, struct mapping *m)
 	return true;
 }
 
-static struct seen_file *file_get(struct learner *L, const struct mapping *m)
+static struct pb_observed_file *file_get(struct learner *L, const struct mapping *m)
 {
-	struct seen_file *sf;
+	struct pb_observed_file *sf;
 
 	if (L->last_file < L->nr_files) {
 		sf = &L->files[L->last_file];
@@ -344,7 +306,7 @@ static struct seen_file *file_get(struct learner *L, const struct mapping *m)
 	}
 	if (L->nr_files == L->cap_files) {
 		size_t cap = L->cap_files ? 2 * L->cap_files : 32;
-		struct seen_file *n = realloc(L->files, cap * sizeof(*n));
+		struct pb_observed_file *n = realloc(L->files, cap * sizeof(*n));
 
 		if (!n) {
 			pb_error_errno(m->path, "malloc");
@@ -354,7 +316,8 @@ static struct seen_file *file_get(struct learner *L, const struct mapping *m)
 		L->cap_files = cap;
 	}
 	sf = &L->files[L->nr_files];
-	*sf = (struct seen_file){ .dev = m->dev, .ino = m->ino, .path = strdup(m->path) };
+	*sf = (struct pb_observed_file){ .dev = m->dev, .ino = m->ino,
+					 .page_size = L->page_size, .path = strdup(m->path) };
 	if (!sf->path) {
 		pb_error_errno(m->path, "malloc");
 		return NULL;
@@ -363,7 +326,7 @@ static struct seen_file *file_get(struct learner *L, const struct mapping *m)
 	return sf;
 }
 
-static int mark_page(struct learner *L, struct seen_file *sf, uint64_t idx)
+static int mark_page(struct learner *L, struct pb_observed_file *sf, uint64_t idx)
 {
 	if (idx >= LEARN_OFFSET_MAX / L->page_size) {
 		if (!sf->told_too_far)
@@ -387,7 +350,7 @@ static void sample_mapping(struct learner *L, const struct mapping *m, int pagem
 {
 	uint64_t ps = L->page_size, first = m->start / ps;
 	uint64_t n = (m->end - m->start) / ps, base = m->offset / ps;
-	struct seen_file *sf = NULL;
+	struct pb_observed_file *sf = NULL;
 
 	for (uint64_t done = 0; done < n;) {
 		uint64_t want = n - done < PM_CHUNK ? n - done : PM_CHUNK;
@@ -991,102 +954,18 @@ static int exit_code(const struct learner *L)
 	return 128 + WTERMSIG(L->child_status);
 }
 
-/* ---- saving what was learned ---------------------------------------------- */
-
-/*
- * The name in /proc/PID/maps may be stale: the file can have been deleted
- * (" (deleted)" appended) or replaced by now.  Only the same inode counts.
- * btrfs subvolumes report a different st_dev than maps does, so a matching
- * inode number at the same path is accepted whatever the device says.
- */
-static bool still_there(const struct seen_file *sf, struct stat *st)
+void pb_observed_free(struct pb_observed_file *files, size_t nr_files)
 {
-	return stat(sf->path, st) == 0 && S_ISREG(st->st_mode) && st->st_ino == sf->ino;
-}
-
-/* Observed pages -> granules of @f's record; offsets past the content are not ours. */
-static void build_plane(const struct pb_file *f, const struct seen_file *sf,
-			uint64_t page_size, unsigned char *plane)
-{
-	uint64_t nr = pb_nr_pages(&f->rec), content = pb_content_size(f);
-	unsigned int shift = pb_page_shift(&f->rec);
-	uint64_t p;
-
-	for (uint64_t from = 0; pb_pageset_next(&sf->pages, from, &p); from = p + 1) {
-		uint64_t off = p * page_size, g, last;
-
-		if (off >= content)
-			return;
-		last = (off + page_size - 1) >> shift;
-		for (g = off >> shift; g <= last && g < nr; g++)
-			pb_set_bit(plane, g);
+	for (size_t i = 0; i < nr_files; i++) {
+		free(files[i].path);
+		pb_pageset_free(&files[i].pages);
 	}
-}
-
-static void learn_into(struct pb_file *f, const struct seen_file *sf, uint64_t page_size)
-{
-	unsigned char *plane = calloc(1, le32toh(pb_hdr(&f->rec)->plane_size));
-	uint64_t nr = pb_nr_pages(&f->rec);
-
-	if (!plane) {
-		pb_error_errno(f->path, "malloc");
-		return;
-	}
-	build_plane(f, sf, page_size, plane);
-	pb_shift_in(&f->rec, plane, time(NULL));
-	if (pb_save(f) == 0)
-		pb_note(f->path, "generation %" PRIu64 ": %" PRIu64 " of %" PRIu64 " pages",
-			le64toh(pb_hdr(&f->rec)->runs), pb_count_bits(plane, nr), nr);
-	free(plane);
-}
-
-/*
- * A read-only look first: most mapped files (libc, locales) carry no
- * bitmap, and opening them for writing would trip over policy checks
- * (read-only filesystem, IMA) that do not concern them.
- */
-static void save_file(const struct seen_file *sf, uint64_t page_size)
-{
-	struct pb_file f;
-	struct stat st;
-	bool has_record, no_learn;
-
-	if (!still_there(sf, &st)) {
-		if (pb_verbose)
-			pb_note(sf->path, "deleted or replaced since it was mapped; not learned");
-		return;
-	}
-	if (pb_open(&f, sf->path, PB_OPEN_PROBE))
-		return;
-	has_record = f.has_record;
-	no_learn = has_record && (le32toh(pb_hdr(&f.rec)->flags) & PBITMAP_F_NO_LEARN);
-	pb_close(&f);
-	if (!has_record) {
-		if (pb_verbose)
-			pb_note(sf->path, "no bitmap; not learned");
-		return;
-	}
-	if (no_learn) {
-		pb_note(sf->path, "learning is off for this bitmap (pbitmap add --learn "
-			"turns it on); not learned");
-		return;
-	}
-	if (pb_open(&f, sf->path, PB_OPEN_WRITE))
-		return;		/* reported: busy (ETXTBSY), read-only, ... */
-	if (f.st.st_ino != st.st_ino || f.st.st_dev != st.st_dev)
-		pb_error(sf->path, "replaced while being learned; not learned");
-	else if (f.has_record)
-		learn_into(&f, sf, page_size);
-	pb_close(&f);
+	free(files);
 }
 
 static void learner_free(struct learner *L)
 {
-	for (size_t i = 0; i < L->nr_files; i++) {
-		free(L->files[i].path);
-		pb_pageset_free(&L->files[i].pages);
-	}
-	free(L->files);
+	pb_observed_free(L->files, L->nr_files);
 	free(L->tasks);
 	while (L->nr_uffds)
 		uffd_drop(L, L->uffds[0].tgid);
@@ -1094,16 +973,17 @@ static void learner_free(struct learner *L)
 	free(L->pm_buf);
 }
 
-int pb_cmd_record(int argc, char **argv)
+int pb_observe(char **cmd, double window, struct pb_observed_file **files,
+	       size_t *nr_files)
 {
-	struct learner L = { .page_size = (uint64_t)sysconf(_SC_PAGESIZE) };
+	struct learner L = { .window = window,
+			     .page_size = (uint64_t)sysconf(_SC_PAGESIZE) };
 	struct saved_signals old;
 	struct task *t;
 	int ret;
 
-	ret = parse_args(argc, argv, &L);
-	if (ret >= 0)
-		return ret;
+	*files = NULL;
+	*nr_files = 0;
 	L.pm_buf = malloc(PM_CHUNK * sizeof(uint64_t));
 	if (!L.pm_buf) {
 		pb_error_errno(NULL, "record: malloc");
@@ -1120,7 +1000,7 @@ int pb_cmd_record(int argc, char **argv)
 	L.seccomp = !L.window && pb_unmap_filter_available();
 #endif
 	L.syscall_stops = !L.seccomp;
-	L.child = spawn_traced(&L, argv + optind);
+	L.child = spawn_traced(&L, cmd);
 	if (L.child < 0) {
 		learner_free(&L);
 		return PB_EXIT_FAIL;
@@ -1133,8 +1013,11 @@ int pb_cmd_record(int argc, char **argv)
 	else
 		kill(L.child, SIGKILL);
 	restore_signals(&old);
-	for (size_t i = 0; i < L.nr_files; i++)
-		save_file(&L.files[i], L.page_size);
+	/* what was observed is the caller's now */
+	*files = L.files;
+	*nr_files = L.nr_files;
+	L.files = NULL;
+	L.nr_files = 0;
 	ret = exit_code(&L);
 	learner_free(&L);
 	return ret;
