@@ -84,7 +84,7 @@ $(KOUT)/.config: $(KFRAGS) $(KSRC_STAMP) $(KP_DIR)/scripts/check-config
 kernel: kernel-base-check kernel-patch-check $(KOUT)/.config
 	@mkdir -p $(KCCACHE)
 	$(KMAKE) -j$(KJOBS) all
-	@echo "kernel: $(BZIMAGE) ($$($(KMAKE) -s kernelrelease))"
+	@echo "kernel: $(BZIMAGE) ($$($(KMAKE) -s --no-print-directory kernelrelease))"
 
 # ---------------------------------------------------------------- guest image
 $(GUEST_IMG): $(KP_DIR)/scripts/make-image $(BUILD)/pbitmap | deps

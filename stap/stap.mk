@@ -72,20 +72,28 @@ stap-run:
 	@cp $(call stap_mod,$(SCRIPT)) $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh $(STAP_JOB)/run/
 	@$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-run $(STAP_JOB)/run/*
 
+# The systemtap checks compare per-fault counts exactly, and run with one
+# vCPU (STAP_VM_SMP): with two, one cold start in three lost almost all of
+# cc1's faults in fault-map.stp ("skipped probes: 3"; faults.stp, on the
+# same run, counted them all), as when two CPUs' probes contend for a
+# script's global maps.  Until the scripts are made SMP-safe, their exact
+# comparison runs where it can be exact; the kernel tests run with 2.
+STAP_VM_SMP ?= 1
+
 # Tests and modules travel together into the guest.
 stap-check: stap image
 	@rm -rf $(STAP_JOB)/tests && mkdir -p $(STAP_JOB)/tests
 	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh \
 		$(STAP_MODS) $(STAP_JOB)/tests/
 	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
-	$(VM_ENV) $(VM) --tests $(STAP_JOB)/tests
+	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --tests $(STAP_JOB)/tests
 
 # make demo's part: the off/on table and the fault maps drawn side by side.
 STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png
 stap-demo: stap image
 	@rm -rf $(STAP_JOB)/demo && mkdir -p $(STAP_JOB)/demo
 	@echo '$(STAP_VERSION)' > $(STAP_JOB)/demo/stap-version
-	$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh \
+	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh \
 		$(KP_DIR)/tests/gcc-workload.sh $(STAP_MODS) $(STAP_JOB)/demo/stap-version
 	@cp $(BUILD)/vm-results/fault-map-off.txt $(BUILD)/vm-results/fault-map-on.txt $(STAP_BUILD)/
 	$(STAP_DIR)/plot-fault-map -o $(STAP_PNG) --label 'pbitmap off' --label 'pbitmap on' \
