@@ -29,6 +29,9 @@
 
 /* Explain why an opened file has no usable record.  Returns PB_FAIL. */
 int pb_error_no_record(const struct pb_file *f);
+/* pb_open(), then refuse (pb_error_no_record(), closed) a file without a
+ * valid bitmap: what every verb that reads or edits one does first. */
+int pb_open_record(struct pb_file *f, const char *path, unsigned int flags);
 
 /*
  * Flush stdout and report a write error on it (a full disk, a closed pipe)

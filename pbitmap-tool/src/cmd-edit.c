@@ -25,15 +25,10 @@ static int edit_one(const char *path, unsigned int flags, void *arg)
 	struct pb_file f;
 	uint64_t pages;
 	unsigned int shift, planes;
-	int ret = pb_open(&f, path, flags | PB_OPEN_WRITE);
+	int ret = pb_open_record(&f, path, flags | PB_OPEN_WRITE);
 
 	if (ret)
 		return ret;
-	if (!f.has_record) {
-		ret = pb_error_no_record(&f);
-		pb_close(&f);
-		return ret;
-	}
 	pages = pb_nr_pages(&f.rec);
 	shift = pb_page_shift(&f.rec);
 	planes = pb_hdr(&f.rec)->nr_planes;
@@ -157,14 +152,9 @@ int pb_cmd_merge(int argc, char **argv)
 		return pb_option_exit(c);
 	if (argc - optind < 2)
 		return pb_usage_error("merge: DEST and at least one SRC expected");
-	ret = pb_open(&dest, argv[optind], PB_OPEN_WRITE);
+	ret = pb_open_record(&dest, argv[optind], PB_OPEN_WRITE);
 	if (ret)
 		return ret == PB_SKIPPED ? PB_EXIT_SKIPPED : PB_EXIT_FAIL;
-	if (!dest.has_record) {
-		pb_error_no_record(&dest);
-		pb_close(&dest);
-		return PB_EXIT_FAIL;
-	}
 	for (int i = optind + 1; i < argc; i++) {
 		struct pb_file src;
 		unsigned int gens;

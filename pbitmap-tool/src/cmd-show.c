@@ -158,15 +158,10 @@ static int show_one(const char *path, unsigned int flags, void *arg)
 	struct show_args *a = arg;
 	unsigned char *eff;
 	struct pb_file f;
-	int ret = pb_open(&f, path, flags | PB_OPEN_FOLLOW);
+	int ret = pb_open_record(&f, path, flags | PB_OPEN_FOLLOW);
 
 	if (ret)
 		return ret;
-	if (!f.has_record) {
-		ret = pb_error_no_record(&f);
-		pb_close(&f);
-		return ret;
-	}
 	eff = malloc(le32toh(pb_hdr(&f.rec)->plane_size));
 	if (!eff) {
 		pb_close(&f);
@@ -214,14 +209,12 @@ int pb_cmd_show(int argc, char **argv)
 static int verify_one(const char *path, unsigned int flags, void *arg)
 {
 	struct pb_file f;
-	int ret = pb_open(&f, path, flags | PB_OPEN_FOLLOW);
+	int ret = pb_open_record(&f, path, flags | PB_OPEN_FOLLOW);
 
 	(void)arg;
 	if (ret)
 		return ret;
-	if (!f.has_record)
-		ret = pb_error_no_record(&f);
-	else if (!pb_quiet)
+	if (!pb_quiet)
 		printf("%s: OK: %" PRIu64 " pages, %u generations\n", path,
 		       pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
 	pb_close(&f);

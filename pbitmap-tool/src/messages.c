@@ -109,6 +109,17 @@ int pb_error_no_record(const struct pb_file *f)
 	return pb_error(f->path, "has no bitmap");
 }
 
+int pb_open_record(struct pb_file *f, const char *path, unsigned int flags)
+{
+	int ret = pb_open(f, path, flags);
+
+	if (ret || f->has_record)
+		return ret;
+	ret = pb_error_no_record(f);
+	pb_close(f);
+	return ret;
+}
+
 int pb_flush_stdout(void)
 {
 	if (fflush(stdout) || ferror(stdout)) {
