@@ -40,6 +40,15 @@
 #define PBITMAP_XATTR_NAME		"user.pbitmap"
 /* "PBXZ": the xattr value is struct pbitmap_xattr then one zstd frame. */
 #define PBITMAP_XATTR_MAGIC		0x5a584250
+/*
+ * "PBEM": a stamped ELF file also carries PBITMAP_XATTR_NAME, holding only
+ * a struct pbitmap_marker.  One attribute lookup, which on local
+ * filesystems reads nothing beyond the inode, tells the kernel whether a
+ * file is stamped and where its record is; an unstamped library costs no
+ * read.  The section stays the durable copy: a file that lost its marker
+ * (copied without attributes) is simply not prefetched.
+ */
+#define PBITMAP_MARKER_MAGIC		0x4d454250
 
 #define PBITMAP_MIN_PAGE_SHIFT		12
 #define PBITMAP_MAX_PAGE_SHIFT		30
@@ -116,6 +125,25 @@ struct pbitmap_header {
 struct pbitmap_xattr {
 	__le32	magic;
 	__le32	record_size;
+};
+
+/**
+ * struct pbitmap_marker - the PBITMAP_XATTR_NAME value of a stamped ELF file
+ * @magic: PBITMAP_MARKER_MAGIC
+ * @record_size: size of the record, the section's sh_size
+ * @record_offset: file offset of the record, the section's sh_offset
+ * @file_size: size of the stamped file; a marker for another size is stale
+ * @checksum: CRC-32 (as @checksum of struct pbitmap_header) of the 32
+ *	bytes of this marker with this field zero
+ * @reserved: zero
+ */
+struct pbitmap_marker {
+	__le32	magic;
+	__le32	record_size;
+	__le64	record_offset;
+	__le64	file_size;
+	__le32	checksum;
+	__le32	reserved;
 };
 
 #endif /* _UAPI_LINUX_PBITMAP_H */
