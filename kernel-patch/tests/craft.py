@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Make malformed variants of a stamped ELF executable, for the kernel's record checks.
+"""Make malformed variants of a stamped ELF file, for the kernel's record checks.
 
   craft.py STAMPED OUTDIR     writes OUTDIR/NAME for every case below and prints
                               "NAME REASON" lines, REASON being the pbitmap_reject
@@ -7,10 +7,13 @@
 
 STAMPED must carry a .pbitmap section (pbitmap add) with at least one marked page.
 Every variant keeps the program's own bytes: only the record, the section header of
-.pbitmap or the ELF header's section-table fields change, so each must still run and
-print what the original prints, while the kernel rejects its record.  Record edits
-other than the checksum case recompute the CRC, so that each case reaches the check
-it is meant for.  Self-contained on purpose: it does not share code with the tool.
+.pbitmap, or the user.pbitmap marker (struct pbitmap_marker) change, so each must
+still run and print what the original prints, while the kernel rejects its record.
+The kernel finds the record through the marker alone, so every variant gets a marker
+that describes its (crafted) section, then the marker cases break the marker itself.
+Record edits other than the checksum case recompute the CRC, and marker edits other
+than marker-checksum recompute the marker's, so that each case reaches the check it
+is meant for.  Self-contained on purpose: it does not share code with the tool.
 """
 import os
 import struct
@@ -18,6 +21,8 @@ import sys
 import zlib
 
 PBITMAP_SHT = 0x8E0F6B70
+MARKER = struct.Struct("<IIQQII")
+MARKER_MAGIC = 0x4D454250
 HDR = struct.Struct("<IHHIIQQIBBBBQQQIHHQQ40s")
 NAMES = ("magic version header_size checksum flags nr_pages content_size plane_size "
          "page_shift nr_planes threshold newest_plane runs last_update orig_shoff "
@@ -51,6 +56,23 @@ class Image:
             sys.exit("craft.py: no .pbitmap section (stamp it with pbitmap add)")
         fields = self.sh.unpack_from(data, self.shdr_at)
         self.rec_off, self.rec_size = fields[4], fields[5]
+        self.marker_edit = None
+        self.marker_len = MARKER.size
+
+    def marker(self):
+        """The user.pbitmap value: the marker of the section as it now is."""
+        fields = self.sh.unpack_from(self.data, self.shdr_at)
+        m = dict(magic=MARKER_MAGIC, record_size=fields[5] & 0xFFFFFFFF,
+                 record_offset=fields[4], file_size=len(self.data), checksum=0, reserved=0)
+        if self.marker_edit:
+            self.marker_edit(m)
+        keys = ("magic", "record_size", "record_offset", "file_size", "checksum", "reserved")
+        if m["checksum"] == 0:
+            m["checksum"] = zlib.crc32(MARKER.pack(*(m[k] for k in keys)))
+        else:
+            m["checksum"] = 0
+        value = MARKER.pack(*(m[k] for k in keys))
+        return value[:self.marker_len]
 
     def header(self):
         return dict(zip(NAMES, HDR.unpack_from(self.data, self.rec_off)))
@@ -112,18 +134,26 @@ def bits_past_end(img):
 
 
 def too_large(img):
-    # A record larger than the kernel reads at exec (64 KiB), inside the file.
-    size = 128 << 10
+    # A record larger than the kernel reads (4 MiB), inside the file.
+    size = (4 << 20) + 4096
     img.data.extend(b"\0" * size)
     img.set_section(size=size)
 
 
+def marker_case(**changes):
+    """Break the marker; checksum=1 asks for a wrong marker CRC."""
+    def apply(img):
+        img.marker_edit = lambda m: m.update(
+            {k: (v(m) if callable(v) else v) for k, v in changes.items()})
+    return apply
+
+
+def short_marker(img):
+    img.marker_len = MARKER.size - 1
+
+
 def section(**kw):
     return lambda img: img.set_section(**kw)
-
-
-def ehdr(**kw):
-    return lambda img: img.set_ehdr(**kw)
 
 
 MAX64 = (1 << 64) - 1
@@ -145,20 +175,25 @@ CASES = [
     ("zero-pages", header_case(nr_pages=0, content_size=0), "header"),
     ("pages-mismatch", field_case(lambda h: h.update(nr_pages=h["nr_pages"] + 1)), "header"),
     ("huge-count", header_case(nr_pages=MAX64), "header"),
-    ("content-past-record", field_case(lambda h: h.update(content_size=h["record_offset"] + 4096)), "header"),
+    ("content-past-record", field_case(lambda h: h.update(content_size=h["record_offset"] + 4096)), "bounds"),
+    ("tail-size", field_case(lambda h: h.update(tail_size=h["tail_size"] + 4096)), "bounds"),
+    ("record-offset-field", field_case(lambda h: h.update(record_offset=h["record_offset"] + 4096)), "bounds"),
     ("plane-size", field_case(lambda h: h.update(plane_size=h["plane_size"] + 8)), "header"),
     ("bits-past-end", bits_past_end, "header"),
     ("checksum", bad_checksum, "checksum"),
-    ("offset-beyond-eof", lambda img: img.set_section(offset=len(img.data) + 4096), "bounds"),
-    ("offset-overflow", section(offset=MAX64 & ~4095), "bounds"),
-    ("offset-misaligned", lambda img: img.set_section(offset=img.rec_off + 8), "bounds"),
-    ("offset-in-text", section(offset=4096), "bounds"),
-    ("size-past-eof", lambda img: img.set_section(size=len(img.data)), "bounds"),
-    ("size-tiny", section(size=16), "size"),
+    ("offset-beyond-eof", lambda img: img.set_section(offset=len(img.data) + 4096), "marker"),
+    ("offset-overflow", section(offset=MAX64 & ~4095), "marker"),
+    ("offset-misaligned", lambda img: img.set_section(offset=img.rec_off + 8), "marker"),
+    ("offset-in-text", section(offset=4096), "header"),
+    ("size-past-eof", lambda img: img.set_section(size=len(img.data)), "marker"),
+    ("size-tiny", section(size=16), "marker"),
     ("size-too-large", too_large, "size"),
-    ("shentsize", ehdr(shentsize=12), "shdr"),
-    ("shnum-huge", ehdr(shnum=0xFEFF), "shdr"),
-    ("shoff-beyond-eof", lambda img: img.set_ehdr(shoff=len(img.data) + 4096), "shdr"),
+    ("marker-magic", marker_case(magic=0x12345678), "xattr"),
+    ("marker-checksum", marker_case(checksum=1), "marker"),
+    ("marker-reserved", marker_case(reserved=1), "marker"),
+    ("marker-stale-size", marker_case(file_size=lambda m: m["file_size"] + 4096), "marker"),
+    ("marker-short", short_marker, "marker"),
+    ("marker-record-size", marker_case(record_size=lambda m: m["record_size"] + 8), "header"),
 ]
 
 
@@ -178,6 +213,7 @@ def main(argv):
         with open(path, "wb") as f:
             f.write(img.data)
         os.chmod(path, 0o755)
+        os.setxattr(path, "user.pbitmap", img.marker())
         print(name, reason)
 
 

@@ -1,8 +1,8 @@
 #!/bin/bash
-# Guest test: malformed pbitmap sections never break an exec.  For a 64-bit PIE,
-# non-PIE and static program and a 32-bit PIE and static one, craft.py makes 30
-# variants each (bad header fields, geometry, checksum, section bounds, section
-# header table).  With vm.pbitmap_enabled=1 every variant must print what the
+# Guest test: malformed pbitmap records never break an exec.  For a 64-bit PIE,
+# non-PIE and static program and a 32-bit PIE and static one, craft.py makes 33
+# variants each (bad header fields, geometry, checksum, section bounds, and the
+# user.pbitmap marker through which the kernel finds the section).  With vm.pbitmap_enabled=1 every variant must print what the
 # original prints, raise pbitmap_rejected in /proc/vmstat by exactly one, and
 # make the pbitmap_reject tracepoint name the expected reason.  The runner fails
 # the run on any kernel warning in the console log.
