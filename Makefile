@@ -64,7 +64,7 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 
 # The launcher (pbitmap-tool/run/pbitmap-run.c): `run` alone, static, no
 # libcrypto, so its own start-up costs a cold start as little as possible.
-RUN_SRCS := $(addprefix $(TOOL_DIR)/src/,prefetch.c record.c elfstore.c xattrstore.c \
+RUN_SRCS := $(addprefix $(TOOL_DIR)/src/,prefetch.c record.c elfstore.c xattrstore.c marker.c \
 	      pbfile.c replace.c confine.c messages.c args.c filelist.c) $(TOOL_DIR)/run/pbitmap-run.c
 RUN_LIBS := -lelf -lzstd -lz
 $(BUILD)/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)

@@ -12,6 +12,12 @@
                                    (CRC-32, geometry); prints the header fields,
                                    xattr_len= for an xattr, and "ageN=LIST" with
                                    the granules set in each generation (N-M runs)
+  elfcheck.py marker FILE          the user.pbitmap marker of a stamped ELF file
+                                   (struct pbitmap_marker): magic "PBEM", record
+                                   offset and size those of the .pbitmap section,
+                                   file size FILE's, CRC-32 (zlib) of the 32 bytes
+                                   with the checksum zero, reserved 0; prints them
+  elfcheck.py no-marker FILE       FILE has no user.pbitmap attribute at all
   elfcheck.py field FILE NAME      offset in FILE of ELF header field NAME
                                    (e_type e_shoff e_shnum e_shentsize e_shstrndx
                                    e_phoff e_phnum), then its size
@@ -167,6 +173,45 @@ def check_stamp(orig_path, stamped_path):
           % (n, len(data), off, size, h["nr_planes"], h["nr_pages"]))
 
 
+# struct pbitmap_marker: magic record_size record_offset file_size checksum reserved.
+MARKER_FMT = "<IIQQII"
+MARKER_MAGIC = 0x4D454250  # "PBEM"
+assert struct.calcsize(MARKER_FMT) == 32
+
+
+def check_marker(path):
+    import os
+    import zlib
+    data = open(path, "rb").read()
+    _, pb = record_of(Elf(data))
+    try:
+        val = os.getxattr(path, "user.pbitmap")
+    except OSError as ex:
+        raise Bad("no user.pbitmap marker: %s" % ex.strerror)
+    check(len(val) == 32, "marker is %d bytes, not 32" % len(val))
+    check(val[:4] == b"PBEM", "marker magic %r" % val[:4])
+    magic, rsize, roff, fsize, crc, reserved = struct.unpack(MARKER_FMT, val)
+    check(magic == MARKER_MAGIC, "marker magic %#x" % magic)
+    want = zlib.crc32(val[:24] + b"\0\0\0\0" + val[28:])
+    check(crc == want, "marker CRC-32 %#x, computed %#x" % (crc, want))
+    check(reserved == 0, "marker reserved field %#x" % reserved)
+    check(roff == pb["offset"], "marker record_offset %d, section at %d" % (roff, pb["offset"]))
+    check(rsize == pb["size"], "marker record_size %d, section is %d bytes" % (rsize, pb["size"]))
+    check(fsize == len(data), "marker file_size %d, file is %d bytes" % (fsize, len(data)))
+    print("record_offset=%d record_size=%d file_size=%d checksum=%#x" % (roff, rsize, fsize, crc))
+
+
+def check_no_marker(path):
+    import errno
+    import os
+    try:
+        val = os.getxattr(path, "user.pbitmap")
+    except OSError as ex:
+        check(ex.errno == errno.ENODATA, "getxattr: %s" % ex.strerror)
+        return
+    raise Bad("has a user.pbitmap attribute (%d bytes, %r...)" % (len(val), val[:4]))
+
+
 def zstd_decompress(frame, size):
     import ctypes
     lib = ctypes.CDLL("libzstd.so.1")
@@ -244,6 +289,10 @@ def main(argv):
                 print("%s=%s" % (k, v.hex() if isinstance(v, bytes) else v))
         elif argv[1] == "dump":
             dump(argv[2])
+        elif argv[1] == "marker":
+            check_marker(argv[2])
+        elif argv[1] == "no-marker":
+            check_no_marker(argv[2])
         elif argv[1] == "field":
             pos, size = Elf(open(argv[2], "rb").read()).off[argv[3]]
             print(pos, size)

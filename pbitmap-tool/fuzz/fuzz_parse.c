@@ -6,6 +6,7 @@
  *                          (and, for a stamped file, the undo path)
  *   pb_record_check()      a raw record, as found in a .pbitmap section
  *   pb_xattr_decode()      a user.pbitmap attribute value (zstd inside)
+ *   pb_marker_check()      a user.pbitmap marker of a stamped ELF file
  *
  * A record that passes the checks is then used the way the tool uses it
  * (generations, effective bitmap, runs), so that "valid" really means safe.
@@ -93,6 +94,20 @@ static void exercise(const unsigned char *buf, size_t size)
 	pb_record_free(&r);
 }
 
+/* A marker the check accepts is exactly the one its fields make. */
+static void check_marker(const unsigned char *buf, size_t size)
+{
+	struct pbitmap_marker m, again;
+
+	if (pb_marker_check(buf, size, NULL))
+		return;
+	memcpy(&m, buf, sizeof(m));
+	pb_marker_make(&again, le64toh(m.record_offset), le32toh(m.record_size),
+		       le64toh(m.file_size));
+	if (memcmp(&m, &again, sizeof(m)) || pb_marker_check(buf, size, &again))
+		abort();
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -110,6 +125,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!pb_record_check(copy, size))
 		exercise(copy, size);
 
+	check_marker(copy, size);
 	if (!pb_xattr_decode(copy, size, &r)) {
 		if (pb_record_check(r.buf, r.size))
 			abort();	/* decode accepted what check rejects */

@@ -44,26 +44,38 @@ static int count_add(struct add_args *a, int ret, bool stamped)
 	}
 }
 
+/*
+ * A stamped ELF file whose user.pbitmap marker is missing or stale (copied
+ * without attributes) is not prefetched by the kernel: add restores the
+ * marker and counts the file as stamped, as it was not fully stamped before.
+ */
+static bool marker_to_restore(const struct pb_file *f)
+{
+	return f->has_record && f->kind == PB_KIND_ELF &&
+	       (f->marker == PB_MARKER_MISSING || f->marker == PB_MARKER_STALE);
+}
+
 static int stamp_one(const char *path, unsigned int flags, struct add_args *a)
 {
 	struct pb_file f;
-	bool had_record;
+	bool stamped;
 	int ret = pb_open(&f, path, flags | PB_OPEN_WRITE);
 
 	if (ret)
 		return count_add(a, ret, false);
-	had_record = f.has_record;
+	stamped = !f.has_record || marker_to_restore(&f);
 	ret = pb_stamp(&f, &a->p);
 	if (!ret && pb_verbose)
 		pb_note(path, "stamped: %" PRIu64 " pages, %u generations",
 			pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
 	pb_close(&f);
-	return count_add(a, ret, !had_record);
+	return count_add(a, ret, stamped);
 }
 
 /*
- * A read-only look first: a file that keeps its bitmap needs no write
- * access, so a stamped program stays "already stamped" while it runs.
+ * A read-only look first: a file that keeps its bitmap (and its marker)
+ * needs no write access, so a stamped program stays "already stamped"
+ * while it runs.
  */
 static int add_one(const char *path, unsigned int flags, void *arg)
 {
@@ -73,8 +85,10 @@ static int add_one(const char *path, unsigned int flags, void *arg)
 
 	if (ret)
 		return count_add(a, ret, false);
-	if (f.has_record && keeps_existing(&a->p)) {
-		if (pb_verbose)
+	if (f.has_record && keeps_existing(&a->p) && !marker_to_restore(&f)) {
+		if (f.marker == PB_MARKER_UNSUPPORTED)
+			pb_marker_warn_unsupported(&f);
+		else if (pb_verbose)
 			pb_note(path, "already stamped");
 		pb_close(&f);
 		return count_add(a, 0, false);

@@ -80,6 +80,30 @@ static void format_time(uint64_t t, char *buf, size_t size)
 		strftime(buf, size, "%Y-%m-%d %H:%M:%S UTC", &tm);
 }
 
+/* The state of an ELF file's user.pbitmap marker, and what it means. */
+static void print_marker(const struct pb_file *f)
+{
+	printf("  marker       %s", pb_marker_state_name(f->marker));
+	switch (f->marker) {
+	case PB_MARKER_OK:
+		printf(" (" PBITMAP_XATTR_NAME ")\n");
+		break;
+	case PB_MARKER_STALE:
+		printf(" (%s): the kernel will not prefetch it; pbitmap add restores it\n",
+		       f->marker_why);
+		break;
+	case PB_MARKER_MISSING:
+		printf(": the kernel will not prefetch it; pbitmap add restores it\n");
+		break;
+	case PB_MARKER_UNSUPPORTED:
+		printf(" (no user extended attributes on this filesystem): the kernel will not "
+		       "prefetch it\n");
+		break;
+	default:
+		putchar('\n');
+	}
+}
+
 static void show_text(const struct pb_file *f, const unsigned char *eff)
 {
 	const struct pb_record *r = &f->rec;
@@ -96,6 +120,8 @@ static void show_text(const struct pb_file *f, const unsigned char *eff)
 	if (!f->store->in_content && pb_content_size(f) != le64toh(h->content_size))
 		printf("  note         the file is now %jd bytes; pages past the stamp are not covered\n",
 		       (intmax_t)f->st.st_size);
+	if (f->kind == PB_KIND_ELF)
+		print_marker(f);
 	printf("  generations  %u, prefetch when marked in >= %u, newest plane %u\n",
 	       h->nr_planes, h->threshold, h->newest_plane);
 	format_time(le64toh(h->last_update), when, sizeof(when));
@@ -126,6 +152,8 @@ static void show_json(const struct pb_file *f, const unsigned char *eff)
 	printf(",\"kind\":\"%s\"", f->store->name);
 	if (f->store->record_offset)
 		printf(",\"record_offset\":%" PRIu64, f->store->record_offset(f));
+	if (f->kind == PB_KIND_ELF)
+		printf(",\"marker\":\"%s\"", pb_marker_state_name(f->marker));
 	printf(",\"record_size\":%zu,\"content_size\":%" PRIu64 ",\"page_shift\":%u"
 	       ",\"page_size\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"generations\":%u"
 	       ",\"threshold\":%u,\"newest_plane\":%u,\"runs\":%" PRIu64
@@ -206,6 +234,28 @@ int pb_cmd_show(int argc, char **argv)
 
 /* ---- verify ----------------------------------------------------------------- */
 
+/* A valid stamp the kernel cannot find: its marker is missing or wrong. */
+static int marker_error(const struct pb_file *f)
+{
+	switch (f->marker) {
+	case PB_MARKER_MISSING:
+		return pb_error(f->path, "stamped, but the " PBITMAP_XATTR_NAME " marker is missing "
+				"(copied without extended attributes?): the kernel will not prefetch "
+				"it; 'pbitmap add %s' restores it", f->path);
+	case PB_MARKER_STALE:
+		return pb_error(f->path, "stamped, but the " PBITMAP_XATTR_NAME " marker is stale "
+				"(%s): the kernel will not prefetch it; 'pbitmap add %s' restores it",
+				f->marker_why, f->path);
+	case PB_MARKER_UNSUPPORTED:
+		return pb_error(f->path, "stamped, but its filesystem does not support user "
+				"extended attributes, so it cannot carry the " PBITMAP_XATTR_NAME
+				" marker: the kernel will not prefetch it");
+	default:
+		return pb_error(f->path, "internal error: marker state %s",
+				pb_marker_state_name(f->marker));
+	}
+}
+
 static int verify_one(const char *path, unsigned int flags, void *arg)
 {
 	struct pb_file f;
@@ -214,7 +264,9 @@ static int verify_one(const char *path, unsigned int flags, void *arg)
 	(void)arg;
 	if (ret)
 		return ret;
-	if (!pb_quiet)
+	if (f.kind == PB_KIND_ELF && f.marker != PB_MARKER_OK)
+		ret = marker_error(&f);
+	if (!ret && !pb_quiet)
 		printf("%s: OK: %" PRIu64 " pages, %u generations\n", path,
 		       pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
 	pb_close(&f);

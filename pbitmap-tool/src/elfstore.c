@@ -747,6 +747,12 @@ int pb_elf_inspect(struct pb_file *f)
 		find_torn_tail(f, e);
 	f->damage = e->damage;
 	elf_end(elf);
+	/* Probes only want the bitmap, which the section holds. */
+	if (!ret && !(f->open_flags & PB_OPEN_PROBE)) {
+		struct pbitmap_marker m;
+
+		pb_marker_load(f, pb_elf_marker_want(f, &m) ? &m : NULL);
+	}
 	return ret;
 }
 
@@ -773,6 +779,16 @@ uint64_t pb_elf_content_size(const struct pb_file *f)
 uint64_t pb_elf_record_offset(const struct pb_file *f)
 {
 	return f->elf->pb_index ? f->elf->pb_shdr.sh_offset : 0;
+}
+
+bool pb_elf_marker_want(const struct pb_file *f, struct pbitmap_marker *m)
+{
+	const struct pb_elf *e = f->elf;
+
+	if (!e || !e->pb_index || !f->has_record)
+		return false;
+	pb_marker_make(m, e->pb_shdr.sh_offset, (uint32_t)e->pb_shdr.sh_size, e->file_size);
+	return true;
 }
 
 /* ---- modification -------------------------------------------------------- */
@@ -826,7 +842,15 @@ static int remove_tail(struct pb_file *f)
 	if (ftruncate(f->fd, (off_t)content))
 		return pb_error_errno(f->path, "truncate");
 	pb_fault_point("strip-truncated");
-	return sync_or_fail(f);
+	if (sync_or_fail(f))
+		return PB_FAIL;
+	/* The file is its original now: what is kept of it must say so (the marker). */
+	e->pb_index = 0;
+	e->file_size = content;
+	f->interrupted = false;
+	f->has_record = false;
+	pb_record_free(&f->rec);
+	return 0;
 }
 
 int pb_elf_unstamp(struct pb_file *f)

@@ -256,8 +256,23 @@ static int begin_change(struct pb_file *f)
 	return f->kind == PB_KIND_ELF ? pb_stage(f) : 0;
 }
 
+/*
+ * The marker a stamped ELF file carries (marker.c) is part of the change:
+ * set on the copy, from the copy's own layout, before it is synced and
+ * renamed into place, so the name never leads to a stamped file without
+ * its marker or with a stale one (replace.c does not copy the old one).
+ */
+static int set_marker(struct pb_file *f)
+{
+	struct pbitmap_marker m;
+
+	return pb_marker_write(f, pb_elf_marker_want(f, &m) ? &m : NULL);
+}
+
 static int end_change(struct pb_file *f, int ret)
 {
+	if (!ret && f->kind == PB_KIND_ELF)
+		ret = set_marker(f);
 	if (ret) {
 		pb_discard(f);
 		return ret;
@@ -370,6 +385,31 @@ static void inherit_params(const struct pb_file *f, const struct pb_params *give
 	}
 }
 
+/*
+ * A stamped ELF file whose marker was lost (cp without --preserve=xattr,
+ * an archive without attributes) or is stale: the section is intact, so
+ * the marker is simply made again, on the file itself, under the lock.
+ * An attribute change rewrites nothing and keeps the inode, so a running
+ * program is not disturbed.
+ */
+static int restore_marker(struct pb_file *f)
+{
+	struct pbitmap_marker m;
+
+	if (f->marker == PB_MARKER_UNSUPPORTED) {
+		pb_marker_warn_unsupported(f);
+		return 0;
+	}
+	if (!pb_elf_marker_want(f, &m))
+		return pb_error(f->path, "internal error: no marker for a stamped file");
+	if (f->marker == PB_MARKER_STALE)
+		pb_note(f->path, "replacing its stale " PBITMAP_XATTR_NAME " marker (%s)",
+			f->marker_why);
+	else
+		pb_note(f->path, "restoring its missing " PBITMAP_XATTR_NAME " marker");
+	return pb_marker_write(f, &m);
+}
+
 int pb_stamp(struct pb_file *f, const struct pb_params *params)
 {
 	struct pb_params p = *params;
@@ -385,6 +425,8 @@ int pb_stamp(struct pb_file *f, const struct pb_params *params)
 		return pb_error(f->path, "threshold %u is more than the %u generations",
 				p.threshold, p.nr_planes);
 	if (f->has_record && nothing_to_change(f, &p)) {
+		if (f->kind == PB_KIND_ELF && f->marker != PB_MARKER_OK)
+			return restore_marker(f);
 		if (pb_verbose)
 			pb_note(f->path, "already stamped");
 		return 0;
@@ -436,8 +478,13 @@ static int elf_unstamp(struct pb_file *f)
 {
 	int ret;
 
-	if (!pb_elf_is_stamped(f) && !f->interrupted)
-		return PB_NONE;
+	if (!pb_elf_is_stamped(f) && !f->interrupted) {
+		if (f->marker != PB_MARKER_STRAY)
+			return PB_NONE;
+		/* A marker without a stamp (the file was changed in place): drop it. */
+		pb_note(f->path, "removing a " PBITMAP_XATTR_NAME " marker it carries without a bitmap");
+		return pb_marker_write(f, NULL);
+	}
 	ret = begin_change(f);
 	if (ret)
 		return ret;

@@ -5,6 +5,7 @@
  *   record.c   the record in memory: init, check, planes, generations
  *   elfstore.c the record in an ELF section: stamp, strip, undo, load, save
  *   xattrstore.c the record in the user.pbitmap xattr of a data file
+ *   marker.c   the user.pbitmap marker of a stamped ELF file
  *   pbfile.c   opening files safely, policy checks, the operations on a file
  *   replace.c  the writers' lock; changing a file by renaming a copy over it
  *   confine.c  --root: every file opened by name is resolved inside the root
@@ -197,6 +198,17 @@ enum pb_kind {
 #define PB_OPEN_BREAK_LINKS (1u << 5)	/* replace an ELF file that has other hard
 					 * links (only this name gets the new copy) */
 
+/* The user.pbitmap marker of an ELF file (marker.c), as pb_open() found it. */
+enum pb_marker_state {
+	PB_MARKER_NONE,		/* not looked at (probes, data files), or
+				 * unstamped and without a marker: as it should be */
+	PB_MARKER_OK,		/* stamped, and the marker describes the section */
+	PB_MARKER_MISSING,	/* stamped, no marker (copied without attributes) */
+	PB_MARKER_STALE,	/* stamped, the marker is wrong (f->marker_why) */
+	PB_MARKER_UNSUPPORTED,	/* stamped, on a filesystem without user attributes */
+	PB_MARKER_STRAY,	/* a marker on an ELF file without a stamp */
+};
+
 struct pb_elf;	/* private to elfstore.c */
 struct pb_replace; /* private to replace.c */
 struct pb_file;
@@ -242,6 +254,8 @@ struct pb_file {
 	bool has_record;		/* a valid record was loaded into @rec */
 	bool interrupted;		/* ELF: a stamp was interrupted; repairable */
 	const char *damage;		/* why an existing record is unusable */
+	enum pb_marker_state marker;	/* ELF, unless probing */
+	const char *marker_why;		/* PB_MARKER_STALE: what is wrong */
 	struct pb_record rec;
 	struct pb_elf *elf;		/* ELF details, NULL for data files */
 	struct pb_replace *rep;		/* ELF: a change in progress; @fd is then a
@@ -322,6 +336,34 @@ uint64_t pb_elf_record_offset(const struct pb_file *f);
  * pb_error(), which the fuzz target defines silently.
  */
 const char *pb_elf_check_memory(const void *buf, size_t size);
+
+/*
+ * The marker a file in f's state must carry (a valid stamp: the section's
+ * offset and size, the file's size): true and *@m filled, else false.
+ */
+bool pb_elf_marker_want(const struct pb_file *f, struct pbitmap_marker *m);
+
+/* The marker of a stamped ELF file (marker.c) */
+void pb_marker_make(struct pbitmap_marker *m, uint64_t record_offset,
+		    uint32_t record_size, uint64_t file_size);
+/*
+ * Check an attribute value as the marker @want (NULL: only its own
+ * fields).  NULL when it is exactly that marker, else a reason for humans.
+ * Pure function of its input: the fuzz target calls it on arbitrary bytes.
+ */
+const char *pb_marker_check(const void *val, size_t len, const struct pbitmap_marker *want);
+/* Does an attribute value start with the marker's magic? */
+bool pb_marker_is_one(const void *val, size_t len);
+/* Read f->fd's marker and set f->marker and f->marker_why against @want
+ * (NULL: the file is not stamped, and should carry none). */
+void pb_marker_load(struct pb_file *f, const struct pbitmap_marker *want);
+/* Set f->fd's marker to @want, or remove it (@want NULL).  0 or PB_FAIL;
+ * a filesystem without user attributes gets the warning below and 0. */
+int pb_marker_write(struct pb_file *f, const struct pbitmap_marker *want);
+/* "cannot set the user.pbitmap marker (...): the kernel will not prefetch it" */
+void pb_marker_warn_unsupported(const struct pb_file *f);
+/* "ok", "missing", "stale", "unsupported", "stray", "none": show's words. */
+const char *pb_marker_state_name(enum pb_marker_state s);
 
 /* Data files (xattrstore.c) */
 #define PB_XATTR_MAX_DEFAULT	3584

@@ -460,7 +460,9 @@ static int copy_xattr(struct pb_file *f, int from, int to, const char *name,
  * Every extended attribute of @from on @to, and none other (a directory's
  * default ACL gives a new file one): user.*, trusted.*, security.* (labels,
  * IMA is refused earlier), system.posix_acl_access.  The capability is
- * left to the caller: chown() and chmod() must come before it.
+ * left to the caller: chown() and chmod() must come before it.  The
+ * user.pbitmap marker describes the old file's layout, not the copy's: the
+ * change sets the copy's own before committing (pbfile.c), and it stays.
  */
 static int copy_xattrs(struct pb_file *f, int from, int to)
 {
@@ -475,10 +477,11 @@ static int copy_xattrs(struct pb_file *f, int from, int to)
 		goto out;
 	}
 	for (const char *p = to_names; !ret && p < to_names + to_len; p += strlen(p) + 1)
-		if (!in_list(from_names, from_len, p) && fremovexattr(to, p) && errno != ENODATA)
+		if (!in_list(from_names, from_len, p) && strcmp(p, PBITMAP_XATTR_NAME) &&
+		    fremovexattr(to, p) && errno != ENODATA)
 			ret = pb_error_errno(f->path, "removing attribute %s from its new copy", p);
 	for (const char *p = from_names; !ret && p < from_names + from_len; p += strlen(p) + 1)
-		if (strcmp(p, XATTR_CAPS))
+		if (strcmp(p, XATTR_CAPS) && strcmp(p, PBITMAP_XATTR_NAME))
 			ret = copy_xattr(f, from, to, p, val, cur);
 out:
 	free(from_names);

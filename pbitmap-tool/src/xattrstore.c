@@ -49,6 +49,10 @@ const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r)
 	r->size = 0;
 	if (len < sizeof(*x))
 		return "attribute shorter than its header";
+	if (pb_marker_is_one(val, len))
+		return "user.pbitmap holds the marker of a stamped ELF file (PBEM), but this is "
+		       "not an ELF file: the kernel will not prefetch it ('pbitmap add' gives it "
+		       "a bitmap of its own, 'pbitmap strip' removes the attribute)";
 	if (le32toh(x->magic) != PBITMAP_XATTR_MAGIC)
 		return "bad attribute magic";
 	size = le32toh(x->record_size);

@@ -28,6 +28,11 @@
 # .NAME.pbitmap-new beside it, which the next change removes (asserted).
 # `set` is killed at each of its steps too: the bitmap is the old one or
 # the new one, never a mix, and undo gives the original.
+# The user.pbitmap marker (docs/FORMAT.md, "The marker") is set on the copy
+# before it is renamed: after every kill, a file left stamped carries a
+# marker describing it (checked by tests/elfcheck.py, independently of the
+# tool) and the original carries none; so does the file strip makes
+# afterwards (verify checks the one add makes).
 # Why: the tool runs from package triggers; power loss or an OOM kill in the
 # middle must never leave a broken binary behind.
 
@@ -55,6 +60,8 @@ steps() {
 }
 
 fresh_elf() { cp -p "$d/prog" "$1" && setcap cap_net_raw+ep "$1"; }
+# (getfattr, not elfcheck.py: this runs after every kill, and is quicker)
+no_marker() { ! getfattr --absolute-names -n user.pbitmap "$1" >/dev/null 2>&1; }
 
 # elf_state F: after the kill, F is either the working original or a
 # complete stamp.  Prints which.
@@ -97,6 +104,12 @@ after_crash() {
 	local f=$1 what=$2 state cap after_kill cap_note
 	state=$(elf_state "$f") || exit 1
 	verify_ok_or_interrupted "$f"
+	if [[ $state == "complete stamp" ]]; then
+		$ELFCHECK marker "$f" >/dev/null 2>"$d/mk.err" ||
+			fail "$what: the kill left a stamped file without its marker: $(cat "$d/mk.err")"
+	else
+		no_marker "$f" || fail "$what: the kill left the original with a user.pbitmap marker"
+	fi
 	cp -p "$f" "$f.b"
 
 	# What the kill left of the capability; nothing may change it from now on.
@@ -115,6 +128,7 @@ after_crash() {
 	[[ $cap == "$after_kill" ]] || fail "$what: capability after repair '$cap', after the kill it was '$after_kill'"
 	expect_status 0 "$PBITMAP" strip "$f"
 	assert_cmp "$f" "$d/prog"
+	no_marker "$f" || fail "$what: strip after the crash left a user.pbitmap marker"
 	cap=$(getcap "$f" | sed "s|^$f||")
 	[[ $cap == "$after_kill" ]] || fail "$what: capability after strip '$cap', after the kill it was '$after_kill'"
 
