@@ -108,8 +108,13 @@ vm-run:
 	@$(VM_ENV) $(VM) --cmd $(VM_CMD_Q)
 
 # Builds what is out of date first (a no-op kernel build takes about 10 s).
+# The tests travel with tests/lib/ground_truth.py, which measures the pages a
+# command faults (the tests stamp their bitmaps from it).
+VM_TESTS := $(BUILD)/vm-tests
 vm-check: kernel image
-	$(VM_ENV) $(VM) --tests $(KP_DIR)/tests
+	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
+	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py $(VM_TESTS)/
+	$(VM_ENV) $(VM) --tests $(VM_TESTS)
 
 # The issue's comparison: four workloads x four conditions, shuffled cold runs.
 # Not a test (nothing asserted); RUNS=N per pair (default 5).  The gcc

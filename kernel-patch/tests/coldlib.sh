@@ -1,0 +1,205 @@
+# shellcheck shell=bash
+# kernel-patch/tests/coldlib.sh: cold-start measurements for the guest tests
+# of the kernel's prefetch at mmap (t-mmap-data, t-unstamped, t-libs).
+# Sourced.  Needs root, /usr/bin/time and /sys/block/vda/stat (the root disk).
+#
+#   cold_cond NAME          set the sysctls of a condition: off (pbitmap
+#                           disabled), on (enabled, prefetch at mmap), exec
+#                           (enabled, vm.pbitmap_mmap=0: executable and
+#                           interpreter only)
+#   cold_run LABEL OUT CMD...
+#                           drop the page cache, read the files of
+#                           $COLD_WARM (the measuring harness, not the
+#                           workload), run CMD with stdout to OUT,
+#                           append one line to $COLD_RESULTS: LABEL, major
+#                           faults, read requests, bytes read, page-cache
+#                           growth in KiB, wall seconds
+#   cold_summary PROBLEMS   cold_medians, then fail on missing features or PROBLEMS
+#   cold_medians            print the table of medians per label and define
+#                           med_LABEL_FIELD shell variables (fields: majflt
+#                           reqs bytes cache_kb wall) for the assertions
+#   cold_order I C...       the conditions C in the order of run I: rotated
+#                           every run, so none always goes first
+#   cold_need_sysctls S..., cold_need_counters C...
+#                           note what the kernel lacks; cold_missing fails
+#                           the test, naming it, once the figures that need
+#                           no new kernel feature are printed
+#   cold_private_copy DIR PROGRAM
+#                           PROGRAM and its libraries copied into DIR
+#   vmstat_counter NAME     a /proc/vmstat counter (empty if the kernel has none)
+#   cold_begin NAME         work in a fresh /var/tmp/NAME ($W); fail MSG
+
+COLD_RESULTS=${COLD_RESULTS:-cold-results}
+RUNS=${RUNS:-3}
+
+cold_fail() { echo "FAIL: $*"; exit 1; }
+
+# cold_begin NAME: a fresh work directory /var/tmp/NAME, made current and
+# kept in W; pbitmap off again whenever the test ends (fail, or the EXIT trap).
+cold_begin() {
+	W=/var/tmp/$1
+	{ rm -rf "$W" && mkdir -p "$W" && cd "$W"; } || cold_fail "cannot make $W"
+	trap cold_reset EXIT
+}
+fail() { cold_reset; cold_fail "$@"; }
+
+# cold_need_ground_truth: ground_truth.py must have come with the tests.
+cold_need_ground_truth() {
+	[ -f "$HERE/ground_truth.py" ] ||
+		cold_fail "no ground_truth.py beside the tests (make vm-check copies tests/lib/ground_truth.py)"
+}
+
+# /proc/vmstat counter K (empty when the kernel has none of that name).
+vmstat_counter() {
+	local k v
+	while read -r k v; do
+		[ "$k" = "$1" ] && { echo "$v"; return 0; }
+	done </proc/vmstat
+	return 0
+}
+
+# cold_need_counters C... / cold_need_sysctls S...: note each one the
+# kernel lacks.  The test still measures what it can (the figures with
+# pbitmap off are worth having from any kernel); cold_verdict fails it.
+COLD_MISSING=
+cold_need_counters() {
+	local c
+	for c in "$@"; do
+		[ -n "$(vmstat_counter "$c")" ] || COLD_MISSING+=" counter $c,"
+	done
+}
+
+cold_need_sysctls() {
+	local s
+	for s in "$@"; do
+		[ -w "/proc/sys/vm/$s" ] || COLD_MISSING+=" sysctl vm.$s,"
+	done
+}
+
+# cold_missing: fail now if the kernel lacks what was asked for.
+cold_missing() {
+	[ -z "$COLD_MISSING" ] ||
+		cold_fail "the kernel has no${COLD_MISSING%,} (no prefetch at mmap)"
+}
+
+cold_cond() {
+	case $1 in
+	off)	echo 0 >/proc/sys/vm/pbitmap_enabled ;;
+	on)	cold_mmap 1
+		echo 1 >/proc/sys/vm/pbitmap_enabled ;;
+	exec)	cold_mmap 0
+		echo 1 >/proc/sys/vm/pbitmap_enabled ;;
+	*)	cold_fail "cold_cond: unknown condition $1" ;;
+	esac
+}
+
+# vm.pbitmap_mmap, where the kernel has it (cold_need_sysctls notes its absence).
+cold_mmap() {
+	[ ! -e /proc/sys/vm/pbitmap_mmap ] || echo "$1" >/proc/sys/vm/pbitmap_mmap
+}
+
+# Leave the guest as the next test expects it: pbitmap off, mmap prefetch
+# at its default.
+cold_reset() {
+	echo 0 >/proc/sys/vm/pbitmap_enabled 2>/dev/null
+	echo 1 >/proc/sys/vm/pbitmap_mmap 2>/dev/null
+	return 0
+}
+
+meminfo_cached_kb() {
+	local k v
+	while read -r k v _; do
+		[ "$k" = Cached: ] && { echo "$v"; return 0; }
+	done </proc/meminfo
+	cold_fail "no Cached: line in /proc/meminfo"
+}
+
+cold_run() {
+	local label=$1 out=$2 r0 s0 r1 s1 c0 c1 maj wall rc=0
+	shift 2
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	# /usr/bin/time is the measuring tool, not the workload: its own cold
+	# start (time, the system's ld.so and libc) is read before counting, the
+	# same in every condition.
+	/usr/bin/time -o /dev/null true
+	local f
+	for f in ${COLD_WARM:-}; do cat "$f" >/dev/null; done
+	c0=$(meminfo_cached_kb)
+	read -r r0 _ s0 _ </sys/block/vda/stat
+	/usr/bin/time -o "$out.time" -f '%F %e' "$@" >"$out" || rc=$?
+	read -r r1 _ s1 _ </sys/block/vda/stat
+	c1=$(meminfo_cached_kb)
+	[ $rc = 0 ] || cold_fail "$label: '$*' exited with status $rc: $(tail -n 3 "$out.time")"
+	read -r maj wall <"$out.time"
+	echo "$label $maj $((r1 - r0)) $(((s1 - s0) * 512)) $((c1 - c0)) $wall" >>"$COLD_RESULTS"
+}
+
+cold_order() {
+	local i=$1 n k
+	shift
+	n=$#
+	local -a c=("$@")
+	for ((k = 0; k < n; k++)); do
+		printf '%s ' "${c[(k + i) % n]}"
+	done
+}
+
+# cold_summary PROBLEMS: after the runs: pbitmap off, the table of medians,
+# then fail on what the kernel lacks or on PROBLEMS (the counter checks of
+# the runs, collected so that the table is printed first).
+cold_summary() {
+	cold_reset
+	cold_medians
+	cold_missing
+	[ -z "$1" ] || fail "$1"
+}
+
+cold_medians() {
+	python3 - "$COLD_RESULTS" "$COLD_RESULTS.vars" <<'PY' || cold_fail "cannot summarise $COLD_RESULTS"
+import statistics, sys
+rows = {}
+for line in open(sys.argv[1]):
+    label, *v = line.split()
+    rows.setdefault(label, []).append([int(x) for x in v[:4]] + [float(v[4])])
+fields = ("majflt", "reqs", "bytes", "cache_kb", "wall")
+print("%-18s %5s %12s %14s %10s %12s %8s" % ("medians", "runs", "major faults",
+      "read requests", "MiB read", "cache MiB", "wall s"))
+out = open(sys.argv[2], "w")
+for label, v in rows.items():
+    # median_low: an observed value, an integer for the counts
+    m = [statistics.median_low(col) for col in zip(*v)]
+    print("%-18s %5d %12d %14d %10.1f %12.1f %8.2f" % (label, len(v), m[0], m[1],
+          m[2] / 2**20, m[3] / 1024, m[4]))
+    for f, x in zip(fields, m):
+        print("med_%s_%s=%s" % (label.replace("-", "_"), f, x), file=out)
+PY
+	# shellcheck disable=SC1090
+	. "$COLD_RESULTS.vars"
+}
+
+# cold_private_copy DIR PROGRAM: copy PROGRAM's executable and every library
+# ldd lists for it, except the interpreter (PT_INTERP names the system's),
+# into DIR, without their extended attributes; the copy runs with
+# LD_LIBRARY_PATH=DIR.  Tests stamp such copies, never the system's files:
+# all guest tests share one boot.  Sets COLD_COPIED to the copied paths.
+cold_private_copy() {
+	local dir=$1 exe lib interp f
+	exe=$(readlink -f "$(command -v "$2")") || cold_fail "$2 not found in the guest"
+	interp=$(readlink -f "$(readelf -l "$exe" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')")
+	mkdir -p "$dir"
+	cp "$exe" "$dir/"
+	COLD_COPIED=("$dir/${exe##*/}")
+	for lib in $(ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'); do
+		f=$(readlink -f "$lib")
+		[ "$f" = "$interp" ] && continue
+		cp "$f" "$dir/${lib##*/}"
+		COLD_COPIED+=("$dir/${lib##*/}")
+	done
+	# Every library must now resolve to the copy.
+	local stray
+	stray=$(LD_LIBRARY_PATH=$dir ldd "$dir/${exe##*/}" |
+		awk -v d="$dir/" '$2 == "=>" && index($3, d) != 1 { print $1 }')
+	[ -z "$stray" ] || cold_fail "libraries of the copy of $2 not taken from $dir: $stray"
+	((${#COLD_COPIED[@]} > 1)) || cold_fail "$2 has no shared libraries to copy"
+}

@@ -1,0 +1,114 @@
+#!/bin/bash
+# Guest test: prefetch at mmap for programs whose start-up faults are mostly
+# in shared libraries and data files.  Private copies of gdb and emacs-nox,
+# of every library they link (LD_LIBRARY_PATH) and of emacs's dump file
+# (--dump-file) are stamped (pbitmap add: ELF sections with their
+# user.pbitmap markers, a PBXZ record on the dump file) and marked with
+# exactly the pages one run faults (ground_truth.py, readahead and
+# fault-around off).  Cold starts of `gdb -batch -nx -ex 'print 1'` and
+# `emacs -batch --eval ...` with pbitmap off, on (vm.pbitmap_mmap=1) and
+# exec-only (vm.pbitmap_mmap=0), order rotated, RUNS each (default 3).
+# Asserts, for each program, on against off: at least 1.5x fewer read
+# requests (medians), page-cache growth at most 5% above off's, the same
+# output in every run; with pbitmap on every run starts a prefetch for at
+# least as many files as the program faulted among the copies.  Exec-only
+# is printed for comparison; it must give the same output and prefetch
+# exactly one file (the executable: ld.so is the system's, unstamped).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
+cold_begin t-libs
+cold_need_ground_truth
+cold_need_sysctls pbitmap_enabled pbitmap_mmap
+cold_need_counters pbitmap_prefetch pbitmap_rejected
+
+# prepare NAME PROGRAM [DATA_FILE]: the private copy in $W/NAME, stamped.
+prepare() {
+	local name=$1 prog=$2 f
+	cold_private_copy "$W/$name" "$prog"
+	[ $# -lt 3 ] || { cp "$3" "$W/$name/"; COLD_COPIED+=("$W/$name/${3##*/}"); }
+	pbitmap add -q "${COLD_COPIED[@]}" || fail "cannot stamp the copies of $prog"
+	for f in "${COLD_COPIED[@]}"; do
+		getfattr --only-values -n user.pbitmap "$f" >/dev/null 2>&1 ||
+			fail "$f: no user.pbitmap attribute after pbitmap add (marker or record)"
+	done
+	printf '%s\n' "${COLD_COPIED[@]}" >"$name.files"
+}
+
+# learn NAME CMD...: ground truth of one cold run of CMD (pbitmap off) over
+# the copies; mark exactly the pages it faulted in each copy it touched.
+learn() {
+	local name=$1 gt=() f touched=()
+	shift
+	mapfile -t files <"$name.files"
+	for f in "${files[@]}"; do gt+=(-f "$f"); done
+	echo 0 >/proc/sys/vm/pbitmap_enabled
+	python3 "$HERE/ground_truth.py" --require-cold -o "$name.truth" "${gt[@]}" -- "$@" \
+		>"$name.want" || fail "ground truth of $name"
+	mapfile -t touched < <(python3 -c '
+import json, sys
+for f in json.load(open(sys.argv[1]))["files"]:
+    if f["count"]:
+        print(f["path"])' "$name.truth")
+	python3 "$HERE/stamp-truth.py" "$name.truth" "${touched[@]}" >"$name.stamped" ||
+		fail "cannot mark the pages of $name"
+	echo "$name: ${#touched[@]} of ${#files[@]} copies faulted, $(python3 -c '
+import json, sys
+print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$name.truth") pages"
+	echo "${#touched[@]}" >"$name.ntouched"
+}
+
+pdmp=$(find /usr/lib/emacs /usr/libexec/emacs -name '*.pdmp' 2>/dev/null | head -n 1)
+[ -n "$pdmp" ] || fail "no emacs dump file (*.pdmp) under /usr/lib/emacs or /usr/libexec/emacs"
+
+prepare gdb gdb
+prepare emacs emacs "$pdmp"
+emacs_exe=$(head -n 1 emacs.files)
+COLD_WARM=/usr/bin/env	# read by cold_run (coldlib.sh): env only sets LD_LIBRARY_PATH
+GDB=(env LD_LIBRARY_PATH="$W/gdb" "$W/gdb/gdb" -batch -nx -ex 'print 1')
+EMACS=(env LD_LIBRARY_PATH="$W/emacs" "$emacs_exe" --dump-file="$W/emacs/${pdmp##*/}"
+       -batch --eval '(princ (format "x %s\n" emacs-version))')
+"${GDB[@]}" >/dev/null || fail "the copy of gdb does not run"
+"${EMACS[@]}" >/dev/null || fail "the copy of emacs does not run with its copied dump file"
+learn gdb "${GDB[@]}"
+learn emacs "${EMACS[@]}"
+sync
+
+: >"$COLD_RESULTS"
+bad=
+for i in $(seq "$RUNS"); do
+	for prog in gdb emacs; do
+		for c in $(cold_order "$i" off on exec); do
+			cold_cond "$c"
+			p0=$(vmstat_counter pbitmap_prefetch) r0=$(vmstat_counter pbitmap_rejected)
+			if [ $prog = gdb ]; then
+				cold_run "$prog-$c" "out-$prog-$c-$i" "${GDB[@]}"
+			else
+				cold_run "$prog-$c" "out-$prog-$c-$i" "${EMACS[@]}"
+			fi
+			p1=$(vmstat_counter pbitmap_prefetch) r1=$(vmstat_counter pbitmap_rejected)
+			cmp -s "out-$prog-$c-$i" "$prog.want" || fail "$prog, $c, run $i: output differs"
+			dp=$((${p1:-0} - ${p0:-0})) dr=$((${r1:-0} - ${r0:-0}))
+			((dr == 0)) || bad+=" $prog $c run $i: pbitmap_rejected +$dr;"
+			case $c in
+			off)	((dp == 0)) || bad+=" $prog off run $i: pbitmap_prefetch +$dp;" ;;
+			exec)	((dp == 1)) || bad+=" $prog exec-only run $i: pbitmap_prefetch +$dp, expected +1;" ;;
+			on)	((dp >= $(cat "$prog.ntouched"))) ||
+					bad+=" $prog on run $i: pbitmap_prefetch +$dp, fewer than the $(cat "$prog.ntouched") files faulted;" ;;
+			esac
+		done
+	done
+done
+cold_summary "$bad"
+# shellcheck disable=SC2154  # med_* come from cold_medians
+for prog in gdb emacs; do
+	eval "off_reqs=\$med_${prog}_off_reqs on_reqs=\$med_${prog}_on_reqs"
+	eval "off_cache=\$med_${prog}_off_cache_kb on_cache=\$med_${prog}_on_cache_kb"
+	((on_reqs * 3 <= off_reqs * 2)) ||
+		fail "$prog: read requests $off_reqs -> $on_reqs, less than 1.5x fewer"
+	((on_cache * 100 <= off_cache * 105)) ||
+		fail "$prog: page cache grew $on_cache KiB with pbitmap on, more than 5% above off's $off_cache KiB"
+	echo "ok: $prog: read requests $off_reqs -> $on_reqs, page cache $off_cache -> $on_cache KiB"
+done
+echo "PASS: gdb and emacs: 1.5x fewer read requests, page cache within 5% (medians of $RUNS)"

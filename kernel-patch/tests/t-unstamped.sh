@@ -1,0 +1,58 @@
+#!/bin/bash
+# Guest test: prefetch at mmap costs an unstamped program nothing.  A private
+# copy of gdb and the 50-odd libraries it links (none stamped, no
+# user.pbitmap attribute) is cold-started (`gdb --version`) with pbitmap off
+# and on (vm.pbitmap_enabled=1, vm.pbitmap_mmap=1), alternating, RUNS each
+# (default 3).  Asserts: the same output; median read requests within 1 of
+# each other; with pbitmap on, every run grows pbitmap_unstamped by at least
+# the number of copied files (each was looked up and found unstamped) and
+# starts no prefetch and rejects nothing; with it off, no counter moves.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
+cold_begin t-unstamped
+cold_need_sysctls pbitmap_enabled pbitmap_mmap
+cold_need_counters pbitmap_unstamped pbitmap_prefetch pbitmap_rejected
+
+cold_private_copy "$W/gdb" gdb
+nfiles=${#COLD_COPIED[@]}
+for f in "${COLD_COPIED[@]}"; do
+	if getfattr -n user.pbitmap "$f" >/dev/null 2>&1; then
+		fail "$f carries user.pbitmap: the copy is not unstamped"
+	fi
+done
+echo "private copy: gdb and $((nfiles - 1)) libraries in $W/gdb, $(du -sh "$W/gdb" | cut -f1)"
+export LD_LIBRARY_PATH=$W/gdb
+"$W/gdb/gdb" --version >want || fail "the copy of gdb does not run"
+sync
+
+: >"$COLD_RESULTS"
+bad=
+for i in $(seq "$RUNS"); do
+	for c in $(cold_order "$i" off on); do
+		cold_cond "$c"
+		u0=$(vmstat_counter pbitmap_unstamped) p0=$(vmstat_counter pbitmap_prefetch)
+		r0=$(vmstat_counter pbitmap_rejected)
+		cold_run "$c" "out-$c-$i" "$W/gdb/gdb" --version
+		u1=$(vmstat_counter pbitmap_unstamped) p1=$(vmstat_counter pbitmap_prefetch)
+		r1=$(vmstat_counter pbitmap_rejected)
+		cmp -s "out-$c-$i" want || fail "$c run $i: output differs"
+		du=$((${u1:-0} - ${u0:-0})) dp=$((${p1:-0} - ${p0:-0})) dr=$((${r1:-0} - ${r0:-0}))
+		echo "$c run $i: pbitmap_unstamped +$du, pbitmap_prefetch +$dp, pbitmap_rejected +$dr"
+		if [ "$c" = on ]; then
+			((du >= nfiles)) || bad+=" $c run $i: pbitmap_unstamped +$du, expected at least +$nfiles;"
+		else
+			((du == 0)) || bad+=" $c run $i: pbitmap_unstamped moved with pbitmap off;"
+		fi
+		((dp == 0 && dr == 0)) || bad+=" $c run $i: an unstamped program was prefetched or rejected;"
+	done
+done
+cold_summary "$bad"
+# shellcheck disable=SC2154  # med_* come from cold_medians
+{
+	d=$((med_on_reqs - med_off_reqs))
+	((d >= -1 && d <= 1)) ||
+		fail "read requests: $med_off_reqs with pbitmap off, $med_on_reqs on: more than 1 apart"
+	echo "PASS: unstamped gdb and $((nfiles - 1)) libraries: read requests $med_off_reqs off, $med_on_reqs on (medians of $RUNS)"
+}
