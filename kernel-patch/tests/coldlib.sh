@@ -39,7 +39,8 @@ cold_fail() { echo "FAIL: $*"; exit 1; }
 cold_begin() {
 	W=/var/tmp/$1
 	{ rm -rf "$W" && mkdir -p "$W" && cd "$W"; } || cold_fail "cannot make $W"
-	trap cold_reset EXIT
+	# The copies are large and the guest's disk is shared by every test.
+	trap 'cold_reset; cd /; rm -rf "$W"' EXIT
 }
 fail() { cold_reset; cold_fail "$@"; }
 

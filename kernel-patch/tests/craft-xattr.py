@@ -22,9 +22,13 @@ purpose; the controls prove that such frames are acceptable.  Self-contained
 on purpose, like craft.py: it shares no code with the tool.
 
 Reasons, as the kernel series names them: xattr (bad PBXZ prefix, zstd frame,
-content size), size (a record size out of [128, PBITMAP_MAX_RECORD_SIZE]),
-header and checksum (the record's own checks), marker (bad PBEM marker),
-bounds (a marker pointing outside the file or into PT_LOAD content).
+content size; also a value whose magic is neither PBXZ nor PBEM), size (a
+record size out of [128, PBITMAP_MAX_RECORD_SIZE], in a PBXZ prefix or a
+marker), header and checksum (the record's own checks), marker (a value
+with the PBEM magic that is not a sound marker for this file: length, CRC,
+reserved field, stale file size), bounds (a marker pointing outside the file
+or into PT_LOAD content).  The kernel tells the two kinds of value apart by
+their magic, as it cannot know a file is ELF before reading it.
 """
 import os
 import shutil
@@ -207,7 +211,7 @@ def data_cases(size):
         ("short", good[:6], "xattr"),
         ("prefix-only", good[:8], "xattr"),
         ("bad-magic", struct.pack("<I", 0x5A584251) + good[4:], "xattr"),
-        ("marker-magic", struct.pack("<I", PBEM) + good[4:], "xattr"),
+        ("marker-magic", struct.pack("<I", PBEM) + good[4:], "marker"),
         ("prefix-size-larger", pbxz(n + 8, frame(rec)), "xattr"),
         ("prefix-size-smaller", pbxz(n - 8, frame(rec)), "xattr"),
         ("prefix-size-tiny", pbxz(64, frame(rec)), "size"),
@@ -294,7 +298,8 @@ def lib_cases(lib):
     return [
         # name, file bytes (None: unchanged), attribute, reason
         ("valid", None, good, "accept"),
-        ("marker-magic", None, marker(off, size, fsize, magic=PBXZ + 1), "marker"),
+        ("unknown-magic", None, marker(off, size, fsize, magic=0x12345678), "xattr"),
+        ("pbxz-magic", None, marker(off, size, fsize, magic=PBXZ), "xattr"),
         ("marker-checksum", None, good[:24] + bytes([good[24] ^ 1]) + good[25:], "marker"),
         ("marker-short", None, good[:24], "marker"),
         ("marker-long", None, good + b"\0" * 8, "marker"),

@@ -48,10 +48,13 @@ def main(argv):
                      % (path, entry["cached_before"]))
         if not entry["count"]:
             sys.exit("stamp-truth: %s: the command faulted no page of it" % path)
-        content = show(path)["content_size"]
+        before = show(path)
+        content = before["content_size"]
         ranges = ["%d+%d" % (first * page, (last - first + 1) * page)
                   for first, last in entry["pages"] if first * page < content]
-        subprocess.run(["pbitmap", "clear", "-q", "--all", path], check=True)
+        # Each change of an ELF file writes a new copy of it: only when needed.
+        if before["prefetch"]["pages"]:
+            subprocess.run(["pbitmap", "clear", "-q", "--all", path], check=True)
         subprocess.run(["pbitmap", "set", "-q", "--ranges", ",".join(ranges), path], check=True)
         after = show(path)
         if not after["prefetch"]["pages"]:

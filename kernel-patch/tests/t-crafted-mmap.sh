@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest test: crafted user.pbitmap attributes never break a mapping.
-# craft-xattr.py makes 40 crafted PBXZ records on copies of a data file
+# craft-xattr.py makes 37 crafted PBXZ records on copies of a data file
 # (prefix, zstd frame, bombs, record fields) and 21 crafted PBEM markers or
 # records on copies of a stamped shared library (bounds, stale size,
 # checksums, offsets into PT_LOAD content).  With vm.pbitmap_enabled=1 and

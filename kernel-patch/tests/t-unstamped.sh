@@ -4,9 +4,10 @@
 # user.pbitmap attribute) is cold-started (`gdb --version`) with pbitmap off
 # and on (vm.pbitmap_enabled=1, vm.pbitmap_mmap=1), alternating, RUNS each
 # (default 3).  Asserts: the same output; median read requests within 1 of
-# each other; with pbitmap on, every run grows pbitmap_unstamped by at least
-# the number of copied files (each was looked up and found unstamped) and
-# starts no prefetch and rejects nothing; with it off, no counter moves.
+# each other; with pbitmap on, the first run grows pbitmap_unstamped by at
+# least the number of copied files (each was looked up and found unstamped),
+# and no run starts a prefetch or rejects anything; with it off, no counter
+# moves.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -28,7 +29,7 @@ export LD_LIBRARY_PATH=$W/gdb
 sync
 
 : >"$COLD_RESULTS"
-bad=
+bad='' first_on=0
 for i in $(seq "$RUNS"); do
 	for c in $(cold_order "$i" off on); do
 		cold_cond "$c"
@@ -41,7 +42,11 @@ for i in $(seq "$RUNS"); do
 		du=$((${u1:-0} - ${u0:-0})) dp=$((${p1:-0} - ${p0:-0})) dr=$((${r1:-0} - ${r0:-0}))
 		echo "$c run $i: pbitmap_unstamped +$du, pbitmap_prefetch +$dp, pbitmap_rejected +$dr"
 		if [ "$c" = on ]; then
-			((du >= nfiles)) || bad+=" $c run $i: pbitmap_unstamped +$du, expected at least +$nfiles;"
+			# The first lookups of these files with pbitmap on (later
+			# runs may find the verdict cached: pbitmap_cache_hit).
+			((first_on || du >= nfiles)) ||
+				bad+=" $c run $i: pbitmap_unstamped +$du, expected at least +$nfiles;"
+			first_on=1
 		else
 			((du == 0)) || bad+=" $c run $i: pbitmap_unstamped moved with pbitmap off;"
 		fi
