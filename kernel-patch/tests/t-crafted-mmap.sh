@@ -8,8 +8,9 @@
 # data file; a program linked against the library, LD_LIBRARY_PATH) and must
 # print what it prints for the unstamped original; pbitmap_reject_<reason>
 # and pbitmap_rejected must grow by exactly one (the expected reason from
-# craft-xattr.py, every other reason counter still), or, for the control
-# cases, pbitmap_prefetch by exactly one with no rejection.  The tool must
+# craft-xattr.py, every other reason counter still: a file's verdict is
+# counted once, however many mmap calls map it), or, for the control cases,
+# pbitmap_prefetch must grow with no rejection.  The tool must
 # refuse every crafted data record as well (pbitmap verify).  dmesg must
 # gain no WARNING, BUG, KASAN, Oops or lockdep line.
 set -euo pipefail
@@ -50,9 +51,13 @@ expect_delta() {
 	want=1; [ "$reason" = accept ] && want=0
 	got=$((after[i] - before[i]))
 	[ "$got" = $want ] || fail "$name: pbitmap_rejected +$got, expected +$want"
-	want=$((1 - want))
 	got=$((after[i + 1] - before[i + 1]))
-	[ "$got" = $want ] || fail "$name: pbitmap_prefetch +$got, expected +$want"
+	if [ "$reason" = accept ]; then
+		# ld.so maps a library in several mmap calls: each may count.
+		((got >= 1)) || fail "$name: pbitmap_prefetch +$got, expected a prefetch"
+	else
+		((got == 0)) || fail "$name: pbitmap_prefetch +$got for a rejected record"
+	fi
 }
 
 dmesg_problems() { dmesg | grep -cE 'WARNING:|\bBUG\b|KASAN|Oops|circular locking|lock state|cut here' || true; }
@@ -98,9 +103,9 @@ run_cases() {
 	echo $n
 }
 n=$(run_cases data-list data "$want_data" ./mmap-index clustered 7 "data-cases/@") || { echo "$n"; exit 1; }
-echo "ok: $n crafted data-file attributes: each counted under its reason, mapping unaffected"
+echo "ok: $n crafted data-file attributes mapped, output unchanged$( ((counting)) && echo ", each counted under its reason")"
 m=$(run_cases lib-list lib "$want_lib" env "LD_LIBRARY_PATH=$W/lib-cases/@" ./user) || { echo "$m"; exit 1; }
-echo "ok: $m crafted library markers and records: each counted under its reason, program unaffected"
+echo "ok: $m crafted library markers and records, program output unchanged$( ((counting)) && echo ", each counted under its reason")"
 cold_reset
 k1=$(dmesg_problems)
 [ "$k1" = "$k0" ] || fail "dmesg gained kernel problem lines: $(dmesg | grep -E 'WARNING:|\bBUG\b|KASAN|Oops' | tail -n 5)"
