@@ -23,11 +23,13 @@ on purpose, like craft.py: it shares no code with the tool.
 
 Reasons, as the kernel series names them: xattr (bad PBXZ prefix, zstd frame,
 content size; also a value whose magic is neither PBXZ nor PBEM), size (a
-record size out of [128, PBITMAP_MAX_RECORD_SIZE], in a PBXZ prefix or a
-marker), header and checksum (the record's own checks), marker (a value
-with the PBEM magic that is not a sound marker for this file: length, CRC,
-reserved field, stale file size), bounds (a marker pointing outside the file
-or into PT_LOAD content).  The kernel tells the two kinds of value apart by
+record size above PBITMAP_MAX_RECORD_SIZE, or below 128 in a PBXZ prefix),
+header and checksum (the record's own checks), marker (a value with the PBEM
+magic that is no sound marker for this file: length, CRC, reserved field,
+stale file size, a record it places outside the file or unaligned), bounds (a
+sound record that does not describe the file: at another offset than the
+marker's, covering content past its own offset, i.e. inside what PT_LOAD
+maps, content plus tail not the file size, ELF fields in a data record).  The kernel tells the two kinds of value apart by
 their magic, as it cannot know a file is ELF before reading it.
 """
 import os
@@ -188,6 +190,17 @@ def edit(rec, reseal=True, **changes):
     return seal(h, rec[128:], None if reseal else old)
 
 
+def grown_record(rec, at_least=None):
+    """@rec covering one byte more than it does (or @at_least bytes), its
+    geometry kept consistent: the record of a file that has since shrunk."""
+    h = dict(zip(NAMES, HDR.unpack_from(rec)))
+    content = max(h["content_size"] + 1, at_least or 0)
+    nr = (content + (1 << h["page_shift"]) - 1) >> h["page_shift"]
+    if (nr + 63) // 64 * 8 != h["plane_size"]:
+        sys.exit("craft-xattr.py: cannot grow the record's content within its plane size")
+    return edit(rec, content_size=content, nr_pages=nr)
+
+
 def data_cases(size):
     rec = record_for(size)
     n = len(rec)
@@ -214,9 +227,12 @@ def data_cases(size):
         ("marker-magic", struct.pack("<I", PBEM) + good[4:], "marker"),
         ("prefix-size-larger", pbxz(n + 8, frame(rec)), "xattr"),
         ("prefix-size-smaller", pbxz(n - 8, frame(rec)), "xattr"),
-        ("prefix-size-tiny", pbxz(64, frame(rec)), "size"),
-        ("prefix-size-huge", pbxz(MAX_RECORD + 1, frame(rec)), "size"),
-        ("prefix-size-max-u32", pbxz(0xFFFFFFFF, frame(rec)), "size"),
+        # sizes out of range, the prefix and the frame agreeing on them
+        ("size-tiny", pbxz(64, frame(rec[:64])), "size"),
+        ("size-huge", pbxz(MAX_RECORD + 1, frame(fcs=MAX_RECORD + 1, window_log=17,
+                                                 blocks=rle_blocks(MAX_RECORD + 1))), "size"),
+        ("size-max-u32", pbxz(0xFFFFFFFF, frame(fcs=0xFFFFFFFF, window_log=17,
+                                                blocks=rle_blocks(BLOCK_MAX))), "size"),
         # the zstd frame
         ("frame-magic", pbxz(n, b"\x29" + frame(rec)[1:]), "xattr"),
         ("truncated-header", good[:8 + 5], "xattr"),
@@ -247,6 +263,10 @@ def data_cases(size):
         ("content-size-zero", pbxz(n, frame(edit(rec, content_size=0, nr_pages=0))), "header"),
         ("bits-past-end", pbxz(n, frame(seal(h, bytes(past[128:])))), "header"),
         ("record-padded", pbxz(n + 8, frame(rec + b"\0" * 8)), "header"),
+        # a sound record that does not describe this file
+        ("stale-content-size", pbxz(n, frame(grown_record(rec))), "bounds"),
+        ("elf-offset-in-xattr", pbxz(n, frame(edit(rec, record_offset=4096))), "bounds"),
+        ("elf-tail-in-xattr", pbxz(n, frame(edit(rec, tail_size=4096))), "bounds"),
     ]
 
 # ---------------------------------------------------------------- libraries
@@ -306,18 +326,23 @@ def lib_cases(lib):
         ("marker-reserved", None, marker(off, size, fsize, reserved=1), "marker"),
         ("marker-stale-size", None, marker(off, size, fsize + 4096), "marker"),
         ("marker-stale-truncated", lib.data[:-8], marker(off, size, fsize), "marker"),
-        ("offset-beyond-eof", None, marker(fsize + 4096, size, fsize), "bounds"),
-        ("offset-overflow", None, marker((1 << 64) - 4096, size, fsize), "bounds"),
-        ("offset-misaligned", None, marker(off + 8, size, fsize), "bounds"),
-        ("offset-in-load", None, marker(4096, size, fsize), "bounds"),
-        ("offset-zero", None, marker(0, size, fsize), "bounds"),
-        ("size-past-eof", None, marker(off, fsize - off + 4096, fsize), "bounds"),
-        ("size-tiny", None, marker(off, 16, fsize), "size"),
+        # a marker pointing outside the file is no sound marker for it
+        ("offset-beyond-eof", None, marker(fsize + 4096, size, fsize), "marker"),
+        ("offset-overflow", None, marker((1 << 64) - 4096, size, fsize), "marker"),
+        ("offset-misaligned", None, marker(off + 8, size, fsize), "marker"),
+        ("size-past-eof", None, marker(off, fsize - off + 4096, fsize), "marker"),
+        ("size-tiny", None, marker(off, 16, fsize), "marker"),
+        # pointing into the program's own bytes: no record there
+        ("offset-in-load", None, marker(4096, size, fsize), "header"),
+        ("offset-zero", None, marker(0, size, fsize), "header"),
         ("size-too-large", grown, marker(off, MAX_RECORD + 4096, len(grown)), "size"),
         ("record-checksum", with_record(bytes(flip)), good, "checksum"),
         ("record-magic", with_record(edit(rec, magic=0x12345678)), good, "header"),
         ("record-xattr-flag", with_record(edit(rec, flags=F_XATTR)), good, "header"),
-        ("record-offset-field", with_record(edit(rec, record_offset=off + 4096)), good, "header"),
+        # a sound record that is not where it says, or covers itself
+        ("record-offset-field", with_record(edit(rec, record_offset=off + 4096)), good, "bounds"),
+        ("record-in-content", with_record(grown_record(rec, off + 1)), good, "bounds"),
+        ("record-tail-size", with_record(edit(rec, tail_size=lib.header["tail_size"] + 8)), good, "bounds"),
         ("record-size-mismatch", None, marker(off, size + 8, fsize), "header"),
     ]
 
