@@ -175,7 +175,7 @@ CASES = [
     ("zero-pages", header_case(nr_pages=0, content_size=0), "header"),
     ("pages-mismatch", field_case(lambda h: h.update(nr_pages=h["nr_pages"] + 1)), "header"),
     ("huge-count", header_case(nr_pages=MAX64), "header"),
-    ("content-past-record", field_case(lambda h: h.update(content_size=h["record_offset"] + 4096)), "bounds"),
+    ("content-past-record", field_case(lambda h: h.update(content_size=h["record_offset"] + 4096)), "header"),
     ("tail-size", field_case(lambda h: h.update(tail_size=h["tail_size"] + 4096)), "bounds"),
     ("record-offset-field", field_case(lambda h: h.update(record_offset=h["record_offset"] + 4096)), "bounds"),
     ("plane-size", field_case(lambda h: h.update(plane_size=h["plane_size"] + 8)), "header"),

@@ -1,26 +1,22 @@
 #!/bin/bash
 # The pbitmap sysctls exist with their defaults: vm.pbitmap_enabled,
-# vm.pbitmap_early_fault and vm.mmap_slurp_all are 0, and
-# vm.pbitmap_max_prefetch_kb exists.  (Fails until the patches adding them
-# are in kernel-patch/series.)
+# vm.pbitmap_early_fault and vm.mmap_slurp_all are 0, vm.pbitmap_mmap is 1,
+# vm.pbitmap_merge_gap_kb is 32 and vm.pbitmap_max_prefetch_kb is 32768 (as
+# Documentation/admin-guide/sysctl/vm.rst says).
 set -uo pipefail
 bad=0
-for s in pbitmap_enabled pbitmap_early_fault mmap_slurp_all; do
+for sv in pbitmap_enabled=0 pbitmap_early_fault=0 mmap_slurp_all=0 pbitmap_mmap=1 \
+	  pbitmap_merge_gap_kb=32 pbitmap_max_prefetch_kb=32768; do
+	s=${sv%=*} want=${sv#*=}
 	f=/proc/sys/vm/$s
 	if [ ! -e "$f" ]; then
 		echo "FAIL: $f does not exist"; bad=1; continue
 	fi
 	v=$(cat "$f")
-	if [ "$v" != 0 ]; then
-		echo "FAIL: vm.$s is $v, want 0"; bad=1
+	if [ "$v" != "$want" ]; then
+		echo "FAIL: vm.$s is $v, want $want"; bad=1
 	else
-		echo "ok: vm.$s = 0"
+		echo "ok: vm.$s = $v"
 	fi
 done
-f=/proc/sys/vm/pbitmap_max_prefetch_kb
-if [ -e "$f" ]; then
-	echo "ok: vm.pbitmap_max_prefetch_kb = $(cat "$f")"
-else
-	echo "FAIL: $f does not exist"; bad=1
-fi
 exit $bad
