@@ -8,7 +8,8 @@
 #      27 to 95 of them).
 #   2. 50 races of strip, re-stamp (add -g 6), set and strip on one file:
 #      each end state is a valid stamp whose `undo` and `strip` give the
-#      original bytes, or the original itself (before: 14 of 50 corrupt).
+#      original bytes, or the original itself (before: 14 of 50 corrupt);
+#      a stamp with its user.pbitmap marker, the original without one.
 #   3. A re-stamp (add -g 16) of a 16 MB program on a full tmpfs fails with
 #      exit 1 and leaves the stamped file byte-identical (before: exit 1
 #      too, but the file was left unstamped, its learned pages lost).
@@ -23,7 +24,7 @@
 # same time on the same files (docs/FORMAT.md, "Locking").
 
 source "$(dirname "$0")/../lib.sh"
-need gcc objcopy python3 mount umount setpriv cmp
+need gcc objcopy python3 mount umount setpriv cmp getfattr
 ELFCHECK="python3 $TOP/tests/elfcheck.py"
 
 d=$(tmpdir)
@@ -67,6 +68,7 @@ for kind in prog data; do
 	((n == 100)) || fail "$kind: 100 parallel set --pages N left $n pages set, not 100"
 	if [[ $kind == prog ]]; then
 		$ELFCHECK stamp "$d/prog" "$f" >/dev/null || fail "$kind: bad layout after parallel set"
+		$ELFCHECK marker "$f" >/dev/null || fail "$kind: bad user.pbitmap marker after parallel set"
 		"$PBITMAP" undo "$f" | cmp -s - "$d/prog" || fail "$kind: undo after parallel set differs"
 	else
 		assert_cmp "$f" "$d/data"
@@ -97,8 +99,11 @@ for i in $(seq 1 50); do
 	wait $e || fail "race $i: the second strip failed: $(cat "$d/race.err")"
 	: >"$d/race.err"
 	if cmp -s "$f" "$d/prog"; then
+		getfattr --absolute-names -n user.pbitmap "$f" >/dev/null 2>&1 &&
+			fail "race $i: ended as the original, but with a user.pbitmap marker"
 		original=$((original + 1))
 	else
+		# (verify checks the marker too)
 		expect_status 0 "$PBITMAP" verify "$f"
 		"$PBITMAP" undo "$f" | cmp -s - "$d/prog" || fail "race $i: undo does not give the original"
 		expect_status 0 "$PBITMAP" strip "$f"
