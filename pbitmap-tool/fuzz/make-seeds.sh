@@ -7,6 +7,8 @@
 #                      build, which has PBITMAP_FAULT)
 #   record-raw         the bare record of elf64-stamped
 #   xattr-value        a user.pbitmap attribute value (zstd-compressed record)
+#   marker-value       the user.pbitmap marker of elf64-stamped (32 bytes; its
+#                      CRC is out of the fuzzer's reach without a seed)
 # Usage: pbitmap-tool/fuzz/make-seeds.sh [PBITMAP]   (default build/asan/pbitmap)
 # Needs gcc with -m32 support and a filesystem with user xattrs for TMPDIR.
 set -eu -o pipefail
@@ -47,9 +49,11 @@ head -c 100000 /dev/urandom >"$t/data"
 "$pb" set --ranges 0-16K,40K+8K "$t/data"
 python3 -c 'import os, sys; sys.stdout.buffer.write(os.getxattr(sys.argv[1], "user.pbitmap"))' \
 	"$t/data" >"$t/xattr-value"
+python3 -c 'import os, sys; sys.stdout.buffer.write(os.getxattr(sys.argv[1], "user.pbitmap"))' \
+	"$t/elf64-stamped" >"$t/marker-value"
 
 mkdir -p "$out"
-for f in elf64-stamped elf32-stamped elf64-plain elf64-interrupted record-raw xattr-value; do
+for f in elf64-stamped elf32-stamped elf64-plain elf64-interrupted record-raw xattr-value marker-value; do
 	(($(stat -c %s "$t/$f") < 20480)) || { echo "$f is too large for a seed" >&2; exit 1; }
 	install -m 0644 "$t/$f" "$out/$f"
 done

@@ -1,9 +1,9 @@
 #!/bin/bash
 # t-fuzz: libFuzzer on both targets, 30 s each, from the seeds in
 # pbitmap-tool/fuzz/seeds (stamped ELF files, an interrupted stamp, a raw
-# record, an xattr value):
+# record, an xattr value, an ELF marker):
 #   fuzz_parse  every parser of untrusted bytes (ELF inspection, raw record
-#               check, xattr decoding; pbitmap-tool/fuzz/fuzz_parse.c);
+#               check, xattr decoding, marker check; pbitmap-tool/fuzz/fuzz_parse.c);
 #   fuzz_stamp  the verbs that write, run on a file holding the input (add,
 #               verify, show, digest, set, clear, re-stamp, strip), asserting
 #               that a failed add changes nothing and strip gives back what
