@@ -90,6 +90,7 @@ cold_cond() {
 		echo 1 >/proc/sys/vm/pbitmap_enabled ;;
 	exec)	cold_mmap 0
 		echo 1 >/proc/sys/vm/pbitmap_enabled ;;
+	floor)	echo 0 >/proc/sys/vm/pbitmap_enabled ;;	# the caller warms the copies
 	*)	cold_fail "cold_cond: unknown condition $1" ;;
 	esac
 }
