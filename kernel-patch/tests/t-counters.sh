@@ -18,7 +18,8 @@ snapshot() {
 }
 
 [ -n "$(counter pbitmap_cache_miss)" ] || fail "no pbitmap counters in /proc/vmstat"
-printf '#include <stdio.h>\nint main(void) { puts("counted"); return 0; }\n' >p.c
+# 256 KiB of data: files no larger than the readahead window are not prefetched.
+printf '#include <stdio.h>\nconst char pad[256 << 10] = { 1 };\nint main(void) { puts("counted"); return pad[0] - 1; }\n' >p.c
 gcc -O2 -o p p.c
 pbitmap add p
 pbitmap set --pages 0-1 p

@@ -67,7 +67,8 @@ dmesg_problems() { dmesg | grep -cE 'WARNING:|\bBUG\b|KASAN|Oops|circular lockin
 gcc -std=c11 -O2 -Wall -Wextra -Werror -o mmap-index "$HERE/mmap-index.c" || fail "cannot build mmap-index"
 # 261 pages: not a multiple of 64, so a record has spare bits to set past its end.
 head -c $((261 * 4096)) /dev/urandom >data
-printf 'int craft_value(void) { return 42; }\n' >lib.c
+# 256 KiB of data: files no larger than the readahead window are not prefetched.
+printf 'const char craft_pad[256 << 10] = { 1 };\nint craft_value(void) { return 41 + craft_pad[0]; }\n' >lib.c
 printf '#include <stdio.h>\nint craft_value(void);\nint main(void) { printf("craft %%d\\n", craft_value()); return 0; }\n' >user.c
 gcc -O2 -shared -fPIC -o libcraft.so lib.c || fail "cannot build libcraft.so"
 gcc -O2 -o user user.c -L. -lcraft || fail "cannot build the program using libcraft.so"

@@ -16,7 +16,8 @@ counter() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 
 mountpoint -q "$T" || mount -t tracefs nodev "$T"
 [ -d "$T/events/pbitmap/pbitmap_reject" ] || fail "no pbitmap_reject tracepoint"
-printf '#include <stdio.h>\nint main(void) { puts("crafted ok"); return 0; }\n' >p.c
+# 256 KiB of data: files no larger than the readahead window are not prefetched.
+printf '#include <stdio.h>\nconst char pad[256 << 10] = { 1 };\nint main(void) { puts("crafted ok"); return pad[0] - 1; }\n' >p.c
 declare -A flags=([pie]="-fPIE -pie" [nopie]="-fno-PIE -no-pie" [static]="-static"
 		  [m32pie]="-m32 -fPIE -pie" [m32static]="-m32 -static")
 

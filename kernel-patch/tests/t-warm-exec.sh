@@ -17,7 +17,8 @@ fail() { echo "FAIL: $*"; exit 1; }
 counter() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
 reqs() { local r; read -r r _ </sys/block/vda/stat; echo "$r"; }
 
-printf '#include <stdio.h>\nint main(void) { puts("warm"); return 0; }\n' >p.c
+# 256 KiB of data: files no larger than the readahead window are not prefetched.
+printf '#include <stdio.h>\nconst char pad[256 << 10] = { 1 };\nint main(void) { puts("warm"); return pad[0] - 1; }\n' >p.c
 gcc -O2 -o unstamped p.c
 cp unstamped stamped
 pbitmap add stamped >/dev/null
