@@ -11,7 +11,7 @@
 # (vm.pbitmap_mmap=0) in the middle run; also "floor", pbitmap off with every
 # copy already cached: the requests for what the program reads otherwise.
 # Asserts, for each program, on against off: fewer read requests (medians;
-# gdb at least 1.5x, emacs 1.2x: see the comment at the end), page-cache growth at most 5% above off's, the same
+# gdb at least 1.5x, emacs 1.4x: see the comment at the end), page-cache growth at most 5% above off's, the same
 # output in every run; with pbitmap on every run prefetches more than the
 # executable (a library or the dump file too), and rejects nothing.  Exec-only
 # is printed for comparison; it must give the same output and prefetch
@@ -129,18 +129,18 @@ for prog in gdb emacs; do
 	eval "off_reqs=\$med_${prog}_off_reqs on_reqs=\$med_${prog}_on_reqs"
 	eval "off_cache=\$med_${prog}_off_cache_kb on_cache=\$med_${prog}_on_cache_kb"
 	eval "floor_reqs=\$med_${prog}_floor_reqs"
-	# Issue 10 asks 1.5x for both.  gdb makes it.  emacs does not yet: off
-	# 685, on 527, floor 78 (measured 2026-11-23), so 1.5x is not ruled out
-	# by what emacs reads without mapping; the shortfall is open work (each
-	# of its 124 preloaded .eln files costs a synchronous read of its record
-	# at its first mapping, and about 200 major faults remain).  Until then
-	# the test holds emacs to the 1.2x it reaches, so that a regression
-	# still fails.
-	need=150; [ $prog = emacs ] && need=120
+	# Issue 10 asks 1.5x for both.  gdb makes it (539 -> 333, 1.62x).  emacs
+	# does not quite: 689 -> 466 (1.48x), floor 76 (measured 2026-11-23), so
+	# 1.5x is not ruled out by what emacs reads without mapping; the
+	# shortfall is open work (each of its 124 preloaded .eln files larger
+	# than the readahead window costs a synchronous read of its record at
+	# its first mapping, and about 230 major faults remain).  Until then the
+	# test holds emacs to 1.4x, so that a regression still fails.
+	need=150; [ $prog = emacs ] && need=140
 	((on_reqs * need <= off_reqs * 100)) ||
 		fail "$prog: read requests $off_reqs -> $on_reqs, less than $need/100 x fewer (floor $floor_reqs)"
 	((on_cache * 100 <= off_cache * 105)) ||
 		fail "$prog: page cache grew $on_cache KiB with pbitmap on, more than 5% above off's $off_cache KiB"
 	echo "ok: $prog: read requests $off_reqs -> $on_reqs (floor $floor_reqs), page cache $off_cache -> $on_cache KiB"
 done
-echo "PASS: gdb 1.5x and emacs 1.2x fewer read requests, page cache within 5% (medians of $RUNS)"
+echo "PASS: gdb 1.5x and emacs 1.4x fewer read requests, page cache within 5% (medians of $RUNS)"
