@@ -51,7 +51,7 @@ static int count_add(struct add_args *a, int ret, bool stamped)
  */
 static bool marker_to_restore(const struct pb_file *f)
 {
-	return f->has_record && f->kind == PB_KIND_ELF &&
+	return f->has_record && f->store->has_marker &&
 	       (f->marker == PB_MARKER_MISSING || f->marker == PB_MARKER_STALE);
 }
 

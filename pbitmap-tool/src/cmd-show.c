@@ -120,7 +120,7 @@ static void show_text(const struct pb_file *f, const unsigned char *eff)
 	if (!f->store->in_content && pb_content_size(f) != le64toh(h->content_size))
 		printf("  note         the file is now %jd bytes; pages past the stamp are not covered\n",
 		       (intmax_t)f->st.st_size);
-	if (f->kind == PB_KIND_ELF)
+	if (f->store->has_marker)
 		print_marker(f);
 	printf("  generations  %u, prefetch when marked in >= %u, newest plane %u\n",
 	       h->nr_planes, h->threshold, h->newest_plane);
@@ -152,7 +152,7 @@ static void show_json(const struct pb_file *f, const unsigned char *eff)
 	printf(",\"kind\":\"%s\"", f->store->name);
 	if (f->store->record_offset)
 		printf(",\"record_offset\":%" PRIu64, f->store->record_offset(f));
-	if (f->kind == PB_KIND_ELF)
+	if (f->store->has_marker)
 		printf(",\"marker\":\"%s\"", pb_marker_state_name(f->marker));
 	printf(",\"record_size\":%zu,\"content_size\":%" PRIu64 ",\"page_shift\":%u"
 	       ",\"page_size\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"generations\":%u"
@@ -264,7 +264,7 @@ static int verify_one(const char *path, unsigned int flags, void *arg)
 	(void)arg;
 	if (ret)
 		return ret;
-	if (f.kind == PB_KIND_ELF && f.marker != PB_MARKER_OK)
+	if (f.store->has_marker && f.marker != PB_MARKER_OK)
 		ret = marker_error(&f);
 	if (!ret && !pb_quiet)
 		printf("%s: OK: %" PRIu64 " pages, %u generations\n", path,

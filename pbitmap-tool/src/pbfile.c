@@ -222,6 +222,11 @@ void pb_close(struct pb_file *f)
 
 /* ---- operations ---------------------------------------------------------- */
 
+/*
+ * The verbs' operations, the same for both stores: what differs between an
+ * ELF section and an attribute is in f->store (the two stores are below).
+ */
+
 static void apply_defaults(struct pb_params *p)
 {
 	if (!p->nr_planes)
@@ -231,77 +236,6 @@ static void apply_defaults(struct pb_params *p)
 			       PB_DEFAULT_THRESHOLD;
 	if (!p->xattr_max)
 		p->xattr_max = PB_XATTR_MAX_DEFAULT;
-}
-
-/* Re-read the file's state after its layout changed. */
-static int reinspect(struct pb_file *f)
-{
-	pb_record_free(&f->rec);
-	pb_elf_free(f);
-	f->has_record = false;
-	f->interrupted = false;
-	f->damage = NULL;
-	if (fstat(f->fd, &f->st))
-		return pb_error_errno(f->path, "fstat");
-	return pb_elf_inspect(f);
-}
-
-/*
- * An ELF file is changed in a private copy (pb_stage), published at the end
- * in one step (pb_commit) or dropped on error: the file is then as it was.
- * A data file's record is changed on the file itself, one xattr write.
- */
-static int begin_change(struct pb_file *f)
-{
-	return f->kind == PB_KIND_ELF ? pb_stage(f) : 0;
-}
-
-/*
- * The marker a stamped ELF file carries (marker.c) is part of the change:
- * set on the copy, from the copy's own layout, before it is synced and
- * renamed into place, so the name never leads to a stamped file without
- * its marker or with a stale one (replace.c does not copy the old one).
- */
-static int set_marker(struct pb_file *f)
-{
-	struct pbitmap_marker m;
-
-	return pb_marker_write(f, pb_elf_marker_want(f, &m) ? &m : NULL);
-}
-
-static int end_change(struct pb_file *f, int ret)
-{
-	if (!ret && f->kind == PB_KIND_ELF)
-		ret = set_marker(f);
-	if (ret) {
-		pb_discard(f);
-		return ret;
-	}
-	return pb_commit(f);
-}
-
-/* Stamp a file without a record (ELF: within a change already begun). */
-static int stamp_fresh(struct pb_file *f, struct pb_params *p)
-{
-	int ret;
-
-	if (f->kind == PB_KIND_DATA)
-		return pb_xattr_stamp(f, p);	/* an xattr change keeps mtime and caps */
-	if (f->interrupted) {
-		pb_note(f->path, "removing the tail of an interrupted stamp");
-		ret = pb_elf_unstamp(f);
-		if (!ret)
-			ret = reinspect(f);
-		if (ret)
-			return ret;
-	}
-	if (!p->page_shift)
-		p->page_shift = PBITMAP_MIN_PAGE_SHIFT;
-	ret = pb_elf_stamp(f, p);
-	/* Later saves go through the new section: look at the file afresh. */
-	if (!ret)
-		ret = reinspect(f);
-	return ret;
 }
 
 static bool same_geometry(const struct pb_file *f, const struct pb_params *p)
@@ -319,46 +253,35 @@ static bool nothing_to_change(const struct pb_file *f, const struct pb_params *p
 	       p->flags == le32toh(h->flags);
 }
 
-static int save_in_change(struct pb_file *f)
-{
-	return f->kind == PB_KIND_DATA ? pb_xattr_save(f) : pb_elf_save(f);
-}
-
 /*
  * Change what fits in place (threshold, flags); else re-stamp, carrying the
- * learned generations over.  An ELF file goes from the old stamp to the new
- * one in a single commit: a failure (a full disk) leaves the old stamp.
+ * learned generations over.  Within one change: an ELF file goes from the
+ * old stamp to the new one in a single commit, and a failure (a full disk)
+ * leaves the old stamp.
  */
 static int restamp(struct pb_file *f, struct pb_params *p)
 {
 	struct pbitmap_header *h = pb_hdr(&f->rec);
 	struct pb_record old = f->rec;
-	int ret = 0;
+	int ret;
 
 	if (same_geometry(f, p)) {
 		h->threshold = (uint8_t)p->threshold;
 		h->flags = htole32(p->flags);
-		return save_in_change(f);
+		return f->store->write(f);
 	}
 	f->rec = (struct pb_record){ 0 };
 	f->has_record = false;
-	if (f->kind == PB_KIND_ELF) {
-		ret = pb_elf_unstamp(f);
-		if (!ret)
-			ret = reinspect(f);
-	}
+	ret = f->store->make_room(f);
 	p->flags &= ~PBITMAP_F_XATTR;
 	p->carry = &old;
 	if (!ret)
-		ret = stamp_fresh(f, p);
+		ret = f->store->stamp(f, p);
 	pb_record_free(&old);
 	return ret;
 }
 
-/*
- * What the user did not ask to change stays as the existing record has it,
- * except a data file's granule when more generations no longer fit.
- */
+/* What the user did not ask to change stays as the existing record has it. */
 static void inherit_params(const struct pb_file *f, const struct pb_params *given,
 			   struct pb_params *p)
 {
@@ -373,16 +296,8 @@ static void inherit_params(const struct pb_file *f, const struct pb_params *give
 		p->flags = le32toh(h->flags) & ~PBITMAP_F_XATTR;
 	if (!given->page_shift)
 		p->page_shift = h->page_shift;
-	if (f->kind == PB_KIND_DATA) {
-		/* More generations may need a coarser granule to fit the xattr. */
-		unsigned int fit = pb_xattr_page_shift((uint64_t)f->st.st_size, p->nr_planes,
-						       p->xattr_max ? p->xattr_max :
-						       PB_XATTR_MAX_DEFAULT);
-
-		if (!given->page_shift && fit > p->page_shift)
-			p->page_shift = fit;
-		p->flags |= PBITMAP_F_XATTR;
-	}
+	if (f->store->restamp_params)
+		f->store->restamp_params(f, given, p);
 }
 
 /*
@@ -412,41 +327,35 @@ static int restore_marker(struct pb_file *f)
 
 int pb_stamp(struct pb_file *f, const struct pb_params *params)
 {
+	const struct pb_store_ops *store = f->store;
 	struct pb_params p = *params;
 	int ret;
 
-	if (f->has_record) {
+	if (f->has_record)
 		inherit_params(f, params, &p);
-		apply_defaults(&p);
-	} else {
-		apply_defaults(&p);
-	}
+	apply_defaults(&p);
 	if (p.threshold > p.nr_planes)
 		return pb_error(f->path, "threshold %u is more than the %u generations",
 				p.threshold, p.nr_planes);
 	if (f->has_record && nothing_to_change(f, &p)) {
-		if (f->kind == PB_KIND_ELF && f->marker != PB_MARKER_OK)
+		if (store->has_marker && f->marker != PB_MARKER_OK)
 			return restore_marker(f);
 		if (pb_verbose)
 			pb_note(f->path, "already stamped");
 		return 0;
 	}
-	ret = begin_change(f);
+	ret = store->begin_change(f);
 	if (ret)
 		return ret;
 	if (f->has_record)
-		return end_change(f, restamp(f, &p));
+		return store->end_change(f, restamp(f, &p));
 	if (f->damage) {
 		pb_note(f->path, "replacing a damaged bitmap (%s)", f->damage);
-		ret = f->kind == PB_KIND_ELF ? pb_elf_unstamp(f) : pb_xattr_unstamp(f);
-		if (ret == PB_NONE)
-			ret = 0;
-		if (!ret && f->kind == PB_KIND_ELF)
-			ret = reinspect(f);
+		ret = store->make_room(f);
 	}
 	if (!ret)
-		ret = stamp_fresh(f, &p);
-	return end_change(f, ret);
+		ret = store->stamp(f, &p);
+	return store->end_change(f, ret);
 }
 
 int pb_unstamp(struct pb_file *f)
@@ -456,7 +365,11 @@ int pb_unstamp(struct pb_file *f)
 
 int pb_save(struct pb_file *f)
 {
-	return f->store->save(f);
+	int ret = f->store->begin_change(f);
+
+	if (ret)
+		return ret;
+	return f->store->end_change(f, f->store->write(f));
 }
 
 uint64_t pb_content_size(const struct pb_file *f)
@@ -471,9 +384,79 @@ int pb_read_original(struct pb_file *f,
 	return f->store->read_original(f, sink, ctx);
 }
 
-/* ---- the two stores ------------------------------------------------------ */
+/* ---- the ELF store: a .pbitmap section --------------------------------- */
 
-/* Each change of an ELF file is made in a copy renamed over it (replace.c). */
+/* Re-read the file's state after its layout changed. */
+static int reinspect(struct pb_file *f)
+{
+	pb_record_free(&f->rec);
+	pb_elf_free(f);
+	f->has_record = false;
+	f->interrupted = false;
+	f->damage = NULL;
+	if (fstat(f->fd, &f->st))
+		return pb_error_errno(f->path, "fstat");
+	return pb_elf_inspect(f);
+}
+
+/*
+ * An ELF file is changed in a private copy (pb_stage), published at the end
+ * in one step (pb_commit) or dropped on error: the file is then as it was.
+ */
+static int elf_begin_change(struct pb_file *f)
+{
+	return pb_stage(f);
+}
+
+/*
+ * The marker a stamped ELF file carries (marker.c) is part of the change:
+ * set on the copy, from the copy's own layout, before it is synced and
+ * renamed into place, so the name never leads to a stamped file without
+ * its marker or with a stale one (replace.c does not copy the old one).
+ */
+static int elf_end_change(struct pb_file *f, int ret)
+{
+	struct pbitmap_marker m;
+
+	if (!ret)
+		ret = pb_marker_write(f, pb_elf_marker_want(f, &m) ? &m : NULL);
+	if (ret) {
+		pb_discard(f);
+		return ret;
+	}
+	return pb_commit(f);
+}
+
+/* Remove the old section (or an interrupted stamp's tail), in the copy. */
+static int elf_make_room(struct pb_file *f)
+{
+	int ret = pb_elf_unstamp(f);
+
+	if (ret == PB_NONE)
+		ret = 0;
+	return ret ? ret : reinspect(f);
+}
+
+static int elf_stamp(struct pb_file *f, const struct pb_params *given)
+{
+	struct pb_params p = *given;
+	int ret;
+
+	if (f->interrupted) {
+		pb_note(f->path, "removing the tail of an interrupted stamp");
+		ret = elf_make_room(f);
+		if (ret)
+			return ret;
+	}
+	if (!p.page_shift)
+		p.page_shift = PBITMAP_MIN_PAGE_SHIFT;
+	ret = pb_elf_stamp(f, &p);
+	/* Later saves go through the new section: look at the file afresh. */
+	if (!ret)
+		ret = reinspect(f);
+	return ret;
+}
+
 static int elf_unstamp(struct pb_file *f)
 {
 	int ret;
@@ -485,19 +468,10 @@ static int elf_unstamp(struct pb_file *f)
 		pb_note(f->path, "removing a " PBITMAP_XATTR_NAME " marker it carries without a bitmap");
 		return pb_marker_write(f, NULL);
 	}
-	ret = begin_change(f);
+	ret = elf_begin_change(f);
 	if (ret)
 		return ret;
-	return end_change(f, pb_elf_unstamp(f));
-}
-
-static int elf_save(struct pb_file *f)
-{
-	int ret = begin_change(f);
-
-	if (ret)
-		return ret;
-	return end_change(f, pb_elf_save(f));
+	return elf_end_change(f, pb_elf_unstamp(f));
 }
 
 static void elf_describe(const struct pb_file *f, char *buf, size_t size)
@@ -509,13 +483,56 @@ static void elf_describe(const struct pb_file *f, char *buf, size_t size)
 const struct pb_store_ops pb_elf_store = {
 	.name = "elf",
 	.in_content = true,
+	.has_marker = true,
+	.begin_change = elf_begin_change,
+	.end_change = elf_end_change,
+	.stamp = elf_stamp,
+	.make_room = elf_make_room,
+	.write = pb_elf_save,
 	.unstamp = elf_unstamp,
-	.save = elf_save,
 	.content_size = pb_elf_content_size,
 	.read_original = pb_elf_read_original,
 	.record_offset = pb_elf_record_offset,
 	.describe = elf_describe,
 };
+
+/* ---- the xattr store: the user.pbitmap attribute of a data file --------- */
+
+/* Each write of a data file's record is one fsetxattr(): nothing to stage. */
+static int data_begin_change(struct pb_file *f)
+{
+	(void)f;
+	return 0;
+}
+
+static int data_end_change(struct pb_file *f, int ret)
+{
+	(void)f;
+	return ret;
+}
+
+/*
+ * An old or damaged attribute stays until the new one replaces it, in one
+ * fsetxattr(): a failed stamp leaves it as it was.
+ */
+static int data_make_room(struct pb_file *f)
+{
+	(void)f;
+	return 0;
+}
+
+/* More generations may need a coarser granule to fit the attribute. */
+static void data_restamp_params(const struct pb_file *f, const struct pb_params *given,
+				struct pb_params *p)
+{
+	unsigned int fit = pb_xattr_page_shift((uint64_t)f->st.st_size, p->nr_planes,
+					       p->xattr_max ? p->xattr_max :
+					       PB_XATTR_MAX_DEFAULT);
+
+	if (!given->page_shift && fit > p->page_shift)
+		p->page_shift = fit;
+	p->flags |= PBITMAP_F_XATTR;
+}
 
 static uint64_t data_content_size(const struct pb_file *f)
 {
@@ -564,8 +581,14 @@ static void data_describe(const struct pb_file *f, char *buf, size_t size)
 const struct pb_store_ops pb_xattr_store = {
 	.name = "xattr",
 	.in_content = false,
+	.has_marker = false,
+	.begin_change = data_begin_change,
+	.end_change = data_end_change,
+	.stamp = pb_xattr_stamp,
+	.make_room = data_make_room,
+	.write = pb_xattr_save,
+	.restamp_params = data_restamp_params,
 	.unstamp = pb_xattr_unstamp,
-	.save = pb_xattr_save,
 	.content_size = data_content_size,
 	.read_original = data_read_original,
 	.describe = data_describe,

@@ -229,8 +229,32 @@ struct pb_store_ops {
 	 * bytes alone, and the file may have been rewritten since.
 	 */
 	bool in_content;
+	/* A stamped file carries the user.pbitmap marker (ELF): f->marker. */
+	bool has_marker;
+	/*
+	 * A change of the record: begin_change(), then stamp(), make_room()
+	 * or write(), then end_change() with their result, which publishes
+	 * the change all at once, or drops it and leaves the file as it was
+	 * (ELF: a copy renamed over the file, its marker set; xattr: each
+	 * write is a single fsetxattr() on the file itself).
+	 */
+	int (*begin_change)(struct pb_file *f);
+	int (*end_change)(struct pb_file *f, int ret);
+	/* Give a file without a valid record a new one, f->rec (@p complete). */
+	int (*stamp)(struct pb_file *f, const struct pb_params *p);
+	/*
+	 * Take an old or damaged record out of the way of stamp(): ELF
+	 * removes its section; an attribute is left for stamp() to replace
+	 * in one write.
+	 */
+	int (*make_room)(struct pb_file *f);
+	/* Write f->rec back in place (planes, counters, threshold, flags). */
+	int (*write)(struct pb_file *f);
+	/* Adjust a re-stamp's parameters to the store; NULL: nothing to adjust. */
+	void (*restamp_params)(const struct pb_file *f, const struct pb_params *given,
+			       struct pb_params *p);
+	/* Remove the record, a whole change.  PB_NONE: there is none. */
 	int (*unstamp)(struct pb_file *f);
-	int (*save)(struct pb_file *f);
 	uint64_t (*content_size)(const struct pb_file *f);
 	int (*read_original)(struct pb_file *f,
 			     int (*sink)(void *ctx, const void *buf, size_t len),
@@ -249,7 +273,7 @@ struct pb_file {
 	int fd;
 	unsigned int open_flags;
 	struct stat st;			/* at open time */
-	enum pb_kind kind;
+	enum pb_kind kind;		/* pb_open() picks @store by it */
 	const struct pb_store_ops *store; /* set by pb_open() */
 	bool has_record;		/* a valid record was loaded into @rec */
 	bool interrupted;		/* ELF: a stamp was interrupted; repairable */

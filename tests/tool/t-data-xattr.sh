@@ -16,6 +16,8 @@
 #   - re-stamp with -g / --page-shift keeps the learned generations;
 #   - merge ORs two stamped copies generation by generation, refuses a
 #     different geometry; also for ELF copies;
+#   - a damaged attribute that add cannot replace (an empty file) is left
+#     byte for byte; add replaces it once it can;
 #   - a filesystem without user xattrs (ramfs: this kernel has no vfat)
 #     gives a clear error, exit 1, file unchanged.
 # Why: data files (databases, fonts, caches) are stamped the same way as
@@ -253,3 +255,20 @@ grep -qF "pbitmap: $d/ramfs/data: " "$ERR" && grep -qiE "not supported|xattr|ext
 	fail "no user xattrs: unclear message: $(cat "$ERR")"
 assert_unchanged "$d/ramfs/data"
 pass "ramfs (no user xattrs): exit 1: $(head -1 "$ERR")"
+
+# A damaged attribute that add cannot replace (the file is empty: no pages
+# to stamp) stays exactly as it was: an error leaves the file alone.  Once
+# the file has content, add replaces it.
+f=$d/tmpfs/damaged
+: >"$f"
+setfattr -n user.pbitmap -v 0x50425a58ffffffff0000 "$f" || fail "setfattr of a damaged record"
+x=$(getfattr --absolute-names -n user.pbitmap -e hex "$f")
+expect_status 1 "$PBITMAP" add "$f"
+grep -qF "pbitmap: $f: empty file" "$ERR" || fail "damaged record of an empty file: unclear message: $(cat "$ERR")"
+[[ $(getfattr --absolute-names -n user.pbitmap -e hex "$f" 2>/dev/null) == "$x" ]] ||
+	fail "a failed add removed or changed the damaged attribute it could not replace"
+head -c 100000 /dev/urandom >"$f"
+expect_status 0 "$PBITMAP" add "$f"
+grep -qF "pbitmap: $f: replacing a damaged bitmap" "$ERR" || fail "add does not say it replaces a damaged bitmap: $(cat "$ERR")"
+expect_status 0 "$PBITMAP" verify "$f"
+pass "a damaged attribute: a failed add leaves it as it was, add then replaces it"
