@@ -38,7 +38,7 @@ for mode in clustered scattered; do
 		fail "data-$mode carries no PBXZ record in user.pbitmap"
 	# What an ideal prefetch would submit: the marked granules, runs closer
 	# than the merge gap joined (printed, not asserted).
-	gap_kb=$(cat /proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || echo 128)
+	gap_kb=$(cat /proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || echo 256)
 	pbitmap show --json "data-$mode" | python3 -c '
 import json, sys
 r, gap = json.load(sys.stdin)[0], int(sys.argv[1]) << 10
