@@ -186,7 +186,7 @@ static int show_one(const char *path, unsigned int flags, void *arg)
 	struct show_args *a = arg;
 	unsigned char *eff;
 	struct pb_file f;
-	int ret = pb_open_record(&f, path, flags | PB_OPEN_FOLLOW);
+	int ret = pb_open_record(&f, path, flags | PB_OPEN_FOLLOW | PB_OPEN_RECHECK);
 
 	if (ret)
 		return ret;
@@ -259,7 +259,7 @@ static int marker_error(const struct pb_file *f)
 static int verify_one(const char *path, unsigned int flags, void *arg)
 {
 	struct pb_file f;
-	int ret = pb_open_record(&f, path, flags | PB_OPEN_FOLLOW);
+	int ret = pb_open_record(&f, path, flags | PB_OPEN_FOLLOW | PB_OPEN_RECHECK);
 
 	(void)arg;
 	if (ret)

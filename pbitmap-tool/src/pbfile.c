@@ -180,7 +180,7 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 		ret = check_path(f, &lst);
 		if (!ret)
 			ret = open_fd(f, &lst);
-		if (!ret && (flags & PB_OPEN_WRITE))
+		if (!ret && (flags & (PB_OPEN_WRITE | PB_OPEN_SHARED_LOCK)))
 			ret = pb_lock_current(f);
 		if (ret != 1)
 			break;
@@ -207,6 +207,19 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 		pb_close(f);
 	else
 		f->store = f->kind == PB_KIND_ELF ? &pb_elf_store : &pb_xattr_store;
+	/*
+	 * Readers take no lock, and a record rewritten in place while they
+	 * read it (the kernel's write-back, docs/FORMAT.md "Locking") fails
+	 * its checksum.  Before calling it damaged, read it once more under
+	 * the lock, shared: the writer holds it exclusively while it writes.
+	 */
+	if (!ret && f->damage && (flags & PB_OPEN_RECHECK) && !(flags & PB_OPEN_WRITE)) {
+		if (pb_verbose)
+			pb_note(path, "invalid bitmap (%s): reading it again under the lock",
+				f->damage);
+		pb_close(f);
+		return pb_open(f, path, (flags & ~PB_OPEN_RECHECK) | PB_OPEN_SHARED_LOCK);
+	}
 	return ret;
 }
 

@@ -197,6 +197,10 @@ enum pb_kind {
 					 * could not carry one is PB_NONE, silently */
 #define PB_OPEN_BREAK_LINKS (1u << 5)	/* replace an ELF file that has other hard
 					 * links (only this name gets the new copy) */
+#define PB_OPEN_RECHECK	(1u << 6)	/* a reader that must not report a record
+					 * rewritten while it read as damaged: read a
+					 * damaged one again under the lock, shared */
+#define PB_OPEN_SHARED_LOCK (1u << 7)	/* read under the lock, shared (LOCK_SH) */
 
 /* The user.pbitmap marker of an ELF file (marker.c), as pb_open() found it. */
 enum pb_marker_state {
@@ -335,8 +339,8 @@ int pb_stage(struct pb_file *f);
 int pb_commit(struct pb_file *f);
 void pb_discard(struct pb_file *f);
 /*
- * Take the writers' lock on f->fd, waiting at most PBITMAP_LOCK_TIMEOUT
- * seconds.  0: locked, and f->path still leads to the file; 1: locked but
+ * Take the writers' lock on f->fd (shared with PB_OPEN_SHARED_LOCK, for a
+ * reader), waiting at most PBITMAP_LOCK_TIMEOUT seconds.  0: locked, and f->path still leads to the file; 1: locked but
  * the name now leads to another file (open it again); PB_FAIL; PB_SKIPPED.
  */
 int pb_lock_current(struct pb_file *f);

@@ -85,8 +85,14 @@ static double now_seconds(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/* A writer locks exclusively; a reader checking what it read, shared. */
+static int lock_operation(const struct pb_file *f)
+{
+	return (f->open_flags & PB_OPEN_SHARED_LOCK) ? LOCK_SH : LOCK_EX;
+}
+
 /*
- * Wait for LOCK_EX on @fd for at most the timeout.  A periodic SIGALRM
+ * Wait for the lock on @fd for at most the timeout.  A periodic SIGALRM
  * (without SA_RESTART) interrupts the blocking flock() so that the wait can
  * end; the caller's handler and timer are put back afterwards.
  */
@@ -104,7 +110,7 @@ static int wait_for_lock(struct pb_file *f)
 	sigaction(SIGALRM, &sa, &old_sa);
 	setitimer(ITIMER_REAL, &tick, &old_timer);
 	for (;;) {
-		if (!flock(f->fd, LOCK_EX))
+		if (!flock(f->fd, lock_operation(f)))
 			break;
 		if (errno != EINTR) {
 			err = errno;
@@ -125,8 +131,9 @@ static int wait_for_lock(struct pb_file *f)
 	setitimer(ITIMER_REAL, &old_timer, NULL);
 	if (err == EWOULDBLOCK)
 		ret = pb_skip(f->path, "locked by another process for %u s (pbitmap's writers "
-			      "hold flock(2) on a file while they change it); not changed, "
-			      "try again later", timeout);
+			      "hold flock(2) on a file while they change it); not %s, "
+			      "try again later", timeout,
+			      (f->open_flags & PB_OPEN_SHARED_LOCK) ? "read" : "changed");
 	else if (err) {
 		errno = err;
 		ret = pb_error_errno(f->path, "flock");
@@ -161,7 +168,7 @@ int pb_lock_current(struct pb_file *f)
 {
 	int ret = 0;
 
-	if (flock(f->fd, LOCK_EX | LOCK_NB)) {
+	if (flock(f->fd, lock_operation(f) | LOCK_NB)) {
 		if (errno != EWOULDBLOCK)
 			return pb_error_errno(f->path, "flock");
 		ret = wait_for_lock(f);

@@ -11,6 +11,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <linux/limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/xattr.h>
@@ -81,23 +82,24 @@ const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r)
 	return NULL;
 }
 
+/*
+ * One fgetxattr() into a buffer of the largest size an attribute can have:
+ * asking for the size first and then for the value races with a writer
+ * whose new value is longer (ERANGE, a false error in verify).
+ */
 int pb_xattr_load(struct pb_file *f)
 {
-	ssize_t len = fgetxattr(f->fd, PBITMAP_XATTR_NAME, NULL, 0);
-	unsigned char *val;
+	unsigned char *val = malloc(XATTR_SIZE_MAX);
+	ssize_t len;
 	const char *why;
 
-	if (len < 0) {
-		if (errno == ENODATA || errno == ENOTSUP)
-			return 0;
-		return pb_error_errno(f->path, "reading the " PBITMAP_XATTR_NAME " attribute");
-	}
-	val = malloc((size_t)len + 1);
 	if (!val)
 		return pb_error_errno(f->path, "malloc");
-	len = fgetxattr(f->fd, PBITMAP_XATTR_NAME, val, (size_t)len);
+	len = fgetxattr(f->fd, PBITMAP_XATTR_NAME, val, XATTR_SIZE_MAX);
 	if (len < 0) {
 		free(val);
+		if (errno == ENODATA || errno == ENOTSUP)
+			return 0;
 		return pb_error_errno(f->path, "reading the " PBITMAP_XATTR_NAME " attribute");
 	}
 	why = pb_xattr_decode(val, (size_t)len, &f->rec);
