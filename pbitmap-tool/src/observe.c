@@ -16,7 +16,9 @@
  * O means the file's page at O was read, by a fault or by fault-around;
  * where the kernel allows it (x86-64, Linux 6.7+), fault-around is turned
  * off in the tracee's file mappings (tracee.c), so a present page is one
- * the program touched.
+ * the program touched.  A 32-bit (i386) program's system calls carry other
+ * numbers: they are followed all the same (tracee.c translates them), but
+ * its fault-around stays on.
  * The union over all processes, per file (identified by device and inode,
  * not by name), is what pb_observe() returns; cmd-record.c makes it the
  * newest generation of each file that carries a bitmap.  With --window, everything is sampled once, the window after the
@@ -614,17 +616,20 @@ static bool on_syscall_stop(struct learner *L, struct task *t)
 	struct __ptrace_syscall_info info;
 	const uint64_t *a;
 	struct proc_uffd *u;
-	bool interrupted = false;
+	bool interrupted = false, compat;
 	int status;
 
 	if (ptrace(PTRACE_GET_SYSCALL_INFO, t->tid, (void *)sizeof(info), &info) <= 0 ||
 	    !t->execed)
 		return false;
-	if (NATIVE_ARCH && info.arch != NATIVE_ARCH) {
-		/* a 32-bit program: its system calls are not ours to read
-		 * (the filter lets them through), fault-around stays on */
+	compat = NATIVE_ARCH && info.arch != NATIVE_ARCH;
+	if (compat) {
+		/* a 32-bit program (or int 0x80): no userfaultfd for it
+		 * (tracee.c injects x86-64 calls), so fault-around stays on;
+		 * its calls that drop pages are followed below */
 		t->want_uffd = t->want_exit = false;
-		return false;
+		if (info.op == PTRACE_SYSCALL_INFO_EXIT)
+			return false;
 	}
 	if (info.op == PTRACE_SYSCALL_INFO_EXIT) {
 		u = uffd_find(L, t->tgid);
@@ -651,10 +656,10 @@ static bool on_syscall_stop(struct learner *L, struct task *t)
 	if (info.op == PTRACE_SYSCALL_INFO_ENTRY && L->seccomp)
 		return false;
 	if (info.op == PTRACE_SYSCALL_INFO_ENTRY) {
-		t->nr = (long)info.entry.nr;
+		t->nr = pb_syscall_as_native(info.arch, (long)info.entry.nr);
 		memcpy(t->args, info.entry.args, sizeof(t->args));
 	} else if (info.op == PTRACE_SYSCALL_INFO_SECCOMP) {
-		t->nr = (long)info.seccomp.nr;
+		t->nr = pb_syscall_as_native(info.arch, (long)info.seccomp.nr);
 		memcpy(t->args, info.seccomp.args, sizeof(t->args));
 	} else {
 		return false;
@@ -668,7 +673,8 @@ static bool on_syscall_stop(struct learner *L, struct task *t)
 	}
 	else if (t->nr != SYS_mmap || (a[3] & MAP_FIXED))
 		sample_range(L, t->tid, a[0], a[0] + a[1]);
-	t->want_exit = (t->nr == SYS_mmap || t->nr == SYS_mremap) && uffd_find(L, t->tgid);
+	t->want_exit = !compat && (t->nr == SYS_mmap || t->nr == SYS_mremap) &&
+		       uffd_find(L, t->tgid);
 	return false;
 }
 

@@ -438,6 +438,13 @@ void pb_pageset_free(struct pb_pageset *s);
  * file too (its new mapping is to be registered, see below).
  */
 bool pb_drops_pages(long nr, const uint64_t *args, bool file_mmaps);
+/*
+ * The system call @nr of architecture @arch (AUDIT_ARCH_*, as
+ * PTRACE_GET_SYSCALL_INFO gives it) under the tracer's own number, for the
+ * calls above (an i386 program's munmap is SYS_munmap); -1 for a call of
+ * another architecture that is none of them.
+ */
+long pb_syscall_as_native(uint32_t arch, long nr);
 /* Install, in the calling process, a seccomp filter that makes exactly
  * those system calls stop for the tracer (SECCOMP_RET_TRACE).  0 or PB_FAIL. */
 int pb_install_unmap_filter(bool file_mmaps);

@@ -54,6 +54,45 @@
 #define MADV_DONTNEED_LOCKED	24
 #endif
 
+/*
+ * i386 system call numbers (arch/x86/entry/syscalls/syscall_32.tbl): a
+ * 32-bit program's calls, and a 64-bit one's through int 0x80, arrive with
+ * AUDIT_ARCH_I386 and these numbers, their arguments in the same places
+ * as the x86-64 calls' (mmap2 counts its offset in pages, unused here).
+ * The old mmap (90), which takes its arguments from memory, is not
+ * followed: glibc uses mmap2.
+ */
+#define I386_NR_execve		11
+#define I386_NR_munmap		91
+#define I386_NR_mremap		163
+#define I386_NR_mmap2		192
+#define I386_NR_madvise		219
+#define I386_NR_execveat	358
+
+long pb_syscall_as_native(uint32_t arch, long nr)
+{
+#if defined(__x86_64__)
+	if (arch == AUDIT_ARCH_X86_64)
+		return nr;
+	if (arch != AUDIT_ARCH_I386)
+		return -1;
+	switch (nr) {
+	case I386_NR_execve:	return SYS_execve;
+	case I386_NR_munmap:	return SYS_munmap;
+	case I386_NR_mremap:	return SYS_mremap;
+	case I386_NR_mmap2:	return SYS_mmap;
+	case I386_NR_madvise:	return SYS_madvise;
+	case I386_NR_execveat:	return SYS_execveat;
+	default:		return -1;
+	}
+#elif defined(__aarch64__)
+	return arch == AUDIT_ARCH_AARCH64 ? nr : -1;	/* 32-bit ARM: not followed */
+#else
+	(void)arch;
+	return nr;
+#endif
+}
+
 /* errno-style returns of the kernel live in [-4095, -1]. */
 #define KERNEL_ERROR(r)		((unsigned long)(r) > -4096UL)
 
@@ -97,35 +136,45 @@ bool pb_unmap_filter_available(void)
 }
 
 /*
- * The same predicate as pb_drops_pages(), in classic BPF.  Arguments are
- * compared on their low 32 bits (flags and advice values fit).
+ * The same predicate as pb_drops_pages(), in classic BPF, for x86-64 and
+ * i386 system calls (a 32-bit program's, or int 0x80's): the numbers
+ * differ, the arguments tested do not.  Arguments are compared on their
+ * low 32 bits (flags and advice values fit).
  */
 int pb_install_unmap_filter(bool file_mmaps)
 {
-	enum { ALLOW = 17, TRACE = 18 };
+	enum { I386 = 9, MMAP = 17, MADVISE = 20, ALLOW = 25, TRACE = 26 };
 #define LOAD(field) BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, field))
 #define JUMP(at, op, k, yes, no) \
 	BPF_JUMP(BPF_JMP | (op) | BPF_K, (k), hop(at, yes), hop(at, no))
 	struct sock_filter insns[] = {
 		/*  0 */ LOAD(arch),
-		/*  1 */ JUMP(1, BPF_JEQ, AUDIT_ARCH_X86_64, 0, ALLOW),
+		/*  1 */ JUMP(1, BPF_JEQ, AUDIT_ARCH_X86_64, 0, I386),
 		/*  2 */ LOAD(nr),
 		/*  3 */ JUMP(3, BPF_JEQ, SYS_munmap, TRACE, 0),
 		/*  4 */ JUMP(4, BPF_JEQ, SYS_mremap, TRACE, 0),
 		/*  5 */ JUMP(5, BPF_JEQ, SYS_execve, TRACE, 0),
 		/*  6 */ JUMP(6, BPF_JEQ, SYS_execveat, TRACE, 0),
-		/*  7 */ JUMP(7, BPF_JEQ, SYS_mmap, 0, 11),
-		/*  8 */ LOAD(args[3]),
-		/*  9 */ JUMP(9, BPF_JSET, MAP_FIXED, TRACE, 0),
-		/* 10 */ JUMP(10, BPF_JSET, MAP_ANONYMOUS, ALLOW, file_mmaps ? TRACE : ALLOW),
-		/* 11 */ JUMP(11, BPF_JEQ, SYS_madvise, 0, ALLOW),
-		/* 12 */ LOAD(args[2]),
-		/* 13 */ JUMP(13, BPF_JEQ, MADV_DONTNEED, TRACE, 0),
-		/* 14 */ JUMP(14, BPF_JEQ, MADV_REMOVE, TRACE, 0),
-		/* 15 */ JUMP(15, BPF_JEQ, MADV_PAGEOUT, TRACE, 0),
-		/* 16 */ JUMP(16, BPF_JEQ, MADV_DONTNEED_LOCKED, TRACE, ALLOW),
-		/* 17 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
-		/* 18 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
+		/*  7 */ JUMP(7, BPF_JEQ, SYS_mmap, MMAP, 0),
+		/*  8 */ JUMP(8, BPF_JEQ, SYS_madvise, MADVISE, ALLOW),
+		/*  9 */ JUMP(9, BPF_JEQ, AUDIT_ARCH_I386, 0, ALLOW),
+		/* 10 */ LOAD(nr),
+		/* 11 */ JUMP(11, BPF_JEQ, I386_NR_munmap, TRACE, 0),
+		/* 12 */ JUMP(12, BPF_JEQ, I386_NR_mremap, TRACE, 0),
+		/* 13 */ JUMP(13, BPF_JEQ, I386_NR_execve, TRACE, 0),
+		/* 14 */ JUMP(14, BPF_JEQ, I386_NR_execveat, TRACE, 0),
+		/* 15 */ JUMP(15, BPF_JEQ, I386_NR_mmap2, MMAP, 0),
+		/* 16 */ JUMP(16, BPF_JEQ, I386_NR_madvise, MADVISE, ALLOW),
+		/* 17 */ LOAD(args[3]),
+		/* 18 */ JUMP(18, BPF_JSET, MAP_FIXED, TRACE, 0),
+		/* 19 */ JUMP(19, BPF_JSET, MAP_ANONYMOUS, ALLOW, file_mmaps ? TRACE : ALLOW),
+		/* 20 */ LOAD(args[2]),
+		/* 21 */ JUMP(21, BPF_JEQ, MADV_DONTNEED, TRACE, 0),
+		/* 22 */ JUMP(22, BPF_JEQ, MADV_REMOVE, TRACE, 0),
+		/* 23 */ JUMP(23, BPF_JEQ, MADV_PAGEOUT, TRACE, 0),
+		/* 24 */ JUMP(24, BPF_JEQ, MADV_DONTNEED_LOCKED, TRACE, ALLOW),
+		/* 25 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+		/* 26 */ BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_TRACE),
 	};
 #undef LOAD
 #undef JUMP

@@ -11,6 +11,11 @@
 #     madvise(MADV_DONTNEED); execve of another program; also with --window
 #     (every system call stops then, no seccomp filter) -- exactly the
 #     pages read, since fault-around is off in private file mappings;
+#   the same C program built 32-bit (gcc -m32, i386 system calls: other
+#     numbers, arch AUDIT_ARCH_I386), each way and with --window -- before,
+#     record ignored a 32-bit program's system calls and learned 0 pages;
+#     fault-around stays on in a 32-bit process, so the pages read and only
+#     pages less than 16 from one (its 64 KiB window) may be marked;
 #   Python's mmap module (MAP_SHARED, read-only): m.close(), and the
 #     mapping dropped at interpreter exit -- fault-around cannot be turned
 #     off in a read-only shared mapping, so only its 64 KiB window around
@@ -69,6 +74,7 @@ int main(int argc, char **argv)
 }
 C
 gcc -O1 -o unmap unmap.c || fail "gcc"
+gcc -m32 -O1 -o unmap32 unmap.c || fail "gcc -m32 (package gcc-multilib)"
 
 # marked FILE: the newest generation's granules, on one line.
 marked() {
@@ -87,6 +93,21 @@ marked = {int(n) for n in sys.argv[1].split()}
 read = [int(n) for n in sys.argv[2:]]
 missing = [p for p in read if p not in marked]
 extra = sorted(m for m in marked if m // 16 not in {p // 16 for p in read})
+if missing or extra:
+    sys.exit("missing %s, marked far from any page read: %s" % (missing, extra))
+PY
+}
+
+# near16 "MARKED" PAGE...: every PAGE is marked, and every marked page is
+# less than 16 pages from one of them (fault-around's window is aligned in
+# the address space, and a 32-bit mapping need not be 64 KiB-aligned).
+near16() {
+	python3 - "$@" <<'PY'
+import sys
+marked = {int(n) for n in sys.argv[1].split()}
+read = [int(n) for n in sys.argv[2:]]
+missing = [p for p in read if p not in marked]
+extra = sorted(m for m in marked if all(abs(m - p) >= 16 for p in read))
 if missing or extra:
     sys.exit("missing %s, marked far from any page read: %s" % (missing, extra))
 PY
@@ -111,6 +132,19 @@ expect_status 0 timeout -k 5 60 "$PBITMAP" record --window 3 -- ./unmap munmap d
 m=$(marked data.bin) || fail "show --json data.bin"
 [[ $m == "3 500" ]] || fail "C, munmap within --window: marked '$m', expected '3 500'"
 pass "--window (syscall stops): a mapping unmapped within the window is learned"
+
+for how in munmap fixed dontneed exec; do
+	newdata
+	expect_status 0 timeout -k 5 60 "$PBITMAP" record -- ./unmap32 "$how" data.bin 0 40 300 301 777
+	m=$(marked data.bin) || fail "show --json data.bin"
+	out=$(near16 "$m" 0 40 300 301 777) || fail "32-bit C, $how: $out (marked: $m)"
+	pass "32-bit C, mapping taken away by $how: the pages read are learned (with fault-around's)"
+done
+newdata
+expect_status 0 timeout -k 5 60 "$PBITMAP" record --window 3 -- ./unmap32 munmap data.bin 3 500
+m=$(marked data.bin) || fail "show --json data.bin"
+out=$(near16 "$m" 3 500) || fail "32-bit C, munmap within --window: $out (marked: $m)"
+pass "32-bit C, --window: a mapping unmapped within the window is learned"
 
 pyread='
 import mmap, sys
