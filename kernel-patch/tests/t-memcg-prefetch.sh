@@ -44,14 +44,15 @@ SLACK=$((64 * $(nproc)))
 cap=$(($(cat /proc/sys/vm/pbitmap_max_prefetch_kb) * 1024 / PAGE))
 
 head -c 64M /dev/urandom >data || fail "cannot write the data file"
-pbitmap add -q data
-pbitmap set -q --ranges "0+$(stat -c %s data)" data
+pbitmap add -q data || fail "cannot stamp data"
+pbitmap set -q --ranges "0+$(stat -c %s data)" data || fail "cannot mark the pages of data"
 [ "$(getfattr --only-values -n user.pbitmap data | head -c 4)" = PBXZ ] ||
 	fail "data carries no PBXZ record in user.pbitmap"
 marked=$(pbitmap show --json data | python3 -c '
 import json, sys
 r = json.load(sys.stdin)[0]
-print(min(r["content_size"], r["prefetch"]["pages"] * r["page_size"]) // int(sys.argv[1]))' "$PAGE")
+print(min(r["content_size"], r["prefetch"]["pages"] * r["page_size"]) // int(sys.argv[1]))' "$PAGE") ||
+	fail "cannot read the record of data"
 ((marked >= 2 * cap)) || fail "only $marked pages marked, fewer than twice the cap of $cap"
 want=$(sha256sum data | cut -d' ' -f1)
 sync

@@ -66,7 +66,7 @@ for f in json.load(open(sys.argv[1]))["files"]:
 python3 "$HERE/stamp-truth.py" truth-ls.json "${touched[@]}" || fail "cannot stamp the copy of ls"
 sync
 
-merged=$(tb_overlay "$W/lower")
+merged=$(tb_overlay "$W/lower") || fail "$merged"
 upper=${merged%/merged}/upper
 grep -q " $merged overlay " /proc/mounts || fail "no overlay mounted at $merged"
 LS=(env LD_LIBRARY_PATH="$merged/ls" "$merged/ls/ls" -l /usr/share)
@@ -74,6 +74,11 @@ LS=(env LD_LIBRARY_PATH="$merged/ls" "$merged/ls/ls" -l /usr/share)
 
 # traced_ino INO: the last run's prefetches include one of inode INO.
 traced_ino() { grep -q " ino=$1 " "$T/trace"; }
+# traced: the last run's prefetches, on one line (nothing if there were none).
+traced() {
+	sed -n 's/.* \(ino=[0-9]* name=[^ ]*\) .* \(requests=[0-9]* submitted=[0-9]*\).*/ \1 \2;/p' "$T/trace" |
+		tr -d '\n'
+}
 echo 1 >"$T/events/pbitmap/pbitmap_prefetch/enable"
 
 # runs NAME WANT INO CMD...: RUNS cold runs of CMD, off and on, labelled
@@ -101,7 +106,8 @@ runs() {
 			((dp >= MIN_PREFETCH)) && { [ "$EXACT" = 0 ] || ((dp == MIN_PREFETCH)); } ||
 				bad+=" $name-on run $i: pbitmap_prefetch +$dp, expected $([ "$EXACT" = 1 ] || echo "at least ")$MIN_PREFETCH;"
 			traced_ino "$ino" ||
-				bad+=" $name-on run $i: no prefetch of inode $ino traced: $(grep -o 'ino=.*' "$T/trace" | tr '\n' ';')"
+				bad+=" $name-on run $i: no prefetch of inode $ino traced:$(traced);"
+			((i > 1)) || echo "$name-on run 1: pbitmap_prefetch +$dp:$(traced)"
 		done
 	done
 }
@@ -121,7 +127,7 @@ cold_cond off
 chmod 0600 "$merged/data" || fail "chmod through the overlay failed"
 [ -f "$upper/data" ] || fail "chmod did not copy data up to $upper"
 cmp -s "$upper/data" lower/data || fail "the copied-up file differs from the lower one"
-[ "$(getfattr --only-values -n user.pbitmap "$upper/data" | sha256sum)" = \
+[ "$(getfattr --absolute-names --only-values -n user.pbitmap "$upper/data" | sha256sum)" = \
   "$(getfattr --only-values -n user.pbitmap lower/data | sha256sum)" ] ||
 	fail "copy-up did not copy user.pbitmap: $(getfattr -d -m - "$upper/data" 2>&1 | tr '\n' ' ')"
 echo "copy-up: $upper/data (inode $(stat -c %i "$upper/data")) holds the lower file's bytes and user.pbitmap"
