@@ -100,12 +100,13 @@ static int libelf_fail(struct pb_file *f, const char *what)
 	return pb_error(f->path, "%s: %s", what, elf_errmsg(-1));
 }
 
-static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+/* All of @len bytes at @off, read (@write false) or written; 0 or -1 (errno). */
+static int io_full(int fd, void *buf, size_t len, uint64_t off, bool write)
 {
 	unsigned char *p = buf;
 
 	while (len) {
-		ssize_t n = pread(fd, p, len, (off_t)off);
+		ssize_t n = write ? pwrite(fd, p, len, (off_t)off) : pread(fd, p, len, (off_t)off);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -121,25 +122,14 @@ static int pread_full(int fd, void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+static int pread_full(int fd, void *buf, size_t len, uint64_t off)
+{
+	return io_full(fd, buf, len, off, false);
+}
+
 static int pwrite_full(int fd, const void *buf, size_t len, uint64_t off)
 {
-	const unsigned char *p = buf;
-
-	while (len) {
-		ssize_t n = pwrite(fd, p, len, (off_t)off);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			if (n == 0)
-				errno = EIO;
-			return -1;
-		}
-		p += n;
-		len -= (size_t)n;
-		off += (uint64_t)n;
-	}
-	return 0;
+	return io_full(fd, (void *)buf, len, off, true);
 }
 
 /* ---- translation through libelf ---------------------------------------- */

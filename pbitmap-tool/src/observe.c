@@ -215,21 +215,16 @@ static pid_t read_tgid(pid_t tid)
  * and its parent's fork event arrive in either order. */
 static struct task *task_add(struct learner *L, pid_t tid, pid_t tgid, bool execed)
 {
-	struct task *t = task_find(L, tid);
+	struct task *t = task_find(L, tid), *n;
 
 	if (t)
 		return t;
-	if (L->nr_tasks == L->cap_tasks) {
-		size_t cap = L->cap_tasks ? 2 * L->cap_tasks : 16;
-		struct task *n = realloc(L->tasks, cap * sizeof(*n));
-
-		if (!n) {
-			pb_error_errno(NULL, "record: malloc");
-			return NULL;
-		}
-		L->tasks = n;
-		L->cap_tasks = cap;
+	n = pb_grow(L->tasks, L->nr_tasks, &L->cap_tasks, sizeof(*n), 16);
+	if (!n) {
+		pb_error_errno(NULL, "record: malloc");
+		return NULL;
 	}
+	L->tasks = n;
 	t = &L->tasks[L->nr_tasks++];
 	*t = (struct task){ .tid = tid, .tgid = tgid, .execed = execed };
 	return t;
@@ -293,7 +288,7 @@ static bool parse_maps_line(char *line, struct mapping *m)
 
 static struct pb_observed_file *file_get(struct learner *L, const struct mapping *m)
 {
-	struct pb_observed_file *sf;
+	struct pb_observed_file *sf, *n;
 
 	if (L->last_file < L->nr_files) {
 		sf = &L->files[L->last_file];
@@ -306,17 +301,12 @@ static struct pb_observed_file *file_get(struct learner *L, const struct mapping
 			return &L->files[i];
 		}
 	}
-	if (L->nr_files == L->cap_files) {
-		size_t cap = L->cap_files ? 2 * L->cap_files : 32;
-		struct pb_observed_file *n = realloc(L->files, cap * sizeof(*n));
-
-		if (!n) {
-			pb_error_errno(m->path, "malloc");
-			return NULL;
-		}
-		L->files = n;
-		L->cap_files = cap;
+	n = pb_grow(L->files, L->nr_files, &L->cap_files, sizeof(*n), 32);
+	if (!n) {
+		pb_error_errno(m->path, "malloc");
+		return NULL;
 	}
+	L->files = n;
 	sf = &L->files[L->nr_files];
 	*sf = (struct pb_observed_file){ .dev = m->dev, .ino = m->ino,
 					 .page_size = L->page_size, .path = strdup(m->path) };
@@ -465,21 +455,17 @@ static void register_mapping(struct learner *L, const struct mapping *m, int uff
 static void uffd_attach(struct learner *L, struct task *t, int *status, bool *interrupted)
 {
 	int fd = pb_tracee_userfaultfd(t->tid, t->tgid, status);
+	struct proc_uffd *n;
 
 	*interrupted = fd == PB_NONE;
 	if (fd < 0)
 		return;
-	if (L->nr_uffds == L->cap_uffds) {
-		size_t cap = L->cap_uffds ? 2 * L->cap_uffds : 8;
-		struct proc_uffd *n = realloc(L->uffds, cap * sizeof(*n));
-
-		if (!n) {
-			close(fd);
-			return;
-		}
-		L->uffds = n;
-		L->cap_uffds = cap;
+	n = pb_grow(L->uffds, L->nr_uffds, &L->cap_uffds, sizeof(*n), 8);
+	if (!n) {
+		close(fd);
+		return;
 	}
+	L->uffds = n;
 	uffd_drop(L, t->tgid);
 	L->uffds[L->nr_uffds++] = (struct proc_uffd){ .tgid = t->tgid, .fd = fd };
 	each_file_mapping(L, t->tid, 0, UINT64_MAX, register_mapping, fd);

@@ -43,15 +43,11 @@ int pb_pageset_add(struct pb_pageset *s, uint64_t page)
 	size_t at = chunk_find(s, base, &found);
 
 	if (!found) {
-		if (s->nr == s->cap) {
-			size_t cap = s->cap ? 2 * s->cap : 4;
-			struct pb_page_chunk *n = realloc(s->chunks, cap * sizeof(*n));
+		struct pb_page_chunk *n = pb_grow(s->chunks, s->nr, &s->cap, sizeof(*n), 4);
 
-			if (!n)
-				return PB_FAIL;
-			s->chunks = n;
-			s->cap = cap;
-		}
+		if (!n)
+			return PB_FAIL;
+		s->chunks = n;
 		memmove(&s->chunks[at + 1], &s->chunks[at], (s->nr - at) * sizeof(s->chunks[0]));
 		memset(&s->chunks[at], 0, sizeof(s->chunks[0]));
 		s->chunks[at].base = base;

@@ -22,10 +22,12 @@
 #ifndef PBITMAP_H
 #define PBITMAP_H
 
+#include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <time.h>
@@ -46,6 +48,28 @@ enum {
 	PB_EXIT_USAGE = 2,
 	PB_EXIT_SKIPPED = 3,
 };
+
+/*
+ * Room for one more element in the array @v of @nr used and *@cap
+ * allocated elements of @size bytes: @v itself if it has room, else @v
+ * grown to twice its capacity (@first at first), *@cap updated; NULL
+ * (errno ENOMEM) when memory runs out, and @v is then left as it was.
+ */
+static inline void *pb_grow(void *v, size_t nr, size_t *cap, size_t size, size_t first)
+{
+	size_t want = *cap ? 2 * *cap : first;
+
+	if (nr < *cap)
+		return v;
+	if (want > SIZE_MAX / size) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	v = realloc(v, want * size);
+	if (v)
+		*cap = want;
+	return v;
+}
 
 /* ---- messages (messages.c) --------------------------------------------- */
 

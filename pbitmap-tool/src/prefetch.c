@@ -161,19 +161,16 @@ struct strv {
 /* Takes ownership of @s (NULL: out of memory, reported). */
 static int strv_push(struct strv *sv, char *s)
 {
+	char **n;
+
 	if (!s)
 		return pb_error_errno(NULL, "run: malloc");
-	if (sv->n == sv->cap) {
-		size_t cap = sv->cap ? 2 * sv->cap : 8;
-		char **n = realloc(sv->v, cap * sizeof(*n));
-
-		if (!n) {
-			free(s);
-			return pb_error_errno(NULL, "run: malloc");
-		}
-		sv->v = n;
-		sv->cap = cap;
+	n = pb_grow(sv->v, sv->n, &sv->cap, sizeof(*n), 8);
+	if (!n) {
+		free(s);
+		return pb_error_errno(NULL, "run: malloc");
 	}
+	sv->v = n;
 	sv->v[sv->n++] = s;
 	return 0;
 }
@@ -517,15 +514,11 @@ static ssize_t find_loaded(const struct loadset *ls, dev_t dev, ino_t ino)
 
 static struct object *new_object(struct loadset *ls)
 {
-	if (ls->nr == ls->cap) {
-		size_t cap = ls->cap ? 2 * ls->cap : 16;
-		struct object *n = realloc(ls->objs, cap * sizeof(*n));
+	struct object *n = pb_grow(ls->objs, ls->nr, &ls->cap, sizeof(*n), 16);
 
-		if (!n)
-			return NULL;
-		ls->objs = n;
-		ls->cap = cap;
-	}
+	if (!n)
+		return NULL;
+	ls->objs = n;
 	ls->objs[ls->nr] = (struct object){ 0 };
 	return &ls->objs[ls->nr];
 }

@@ -281,17 +281,13 @@ static int read_vlines(FILE *in, struct vlines *l)
 	while ((len = getline(&line, &cap, in)) > 0) {
 		if (line[len - 1] == '\n')
 			line[--len] = '\0';
-		if (l->n == l->cap) {
-			size_t ncap = l->cap ? l->cap * 2 : 64;
-			struct vline *v = realloc(l->v, ncap * sizeof(*v));
+		struct vline *v = pb_grow(l->v, l->n, &l->cap, sizeof(*v), 64);
 
-			if (!v) {
-				free(line);
-				return pb_error_errno(NULL, "malloc");
-			}
-			l->v = v;
-			l->cap = ncap;
+		if (!v) {
+			free(line);
+			return pb_error_errno(NULL, "malloc");
 		}
+		l->v = v;
 		l->v[l->n++] = (struct vline){ .text = line };
 		line = NULL;
 		cap = 0;

@@ -170,11 +170,19 @@ done
 
 # ---- ELF re-stamp (add -g 6 on a file stamped with 4 generations) ------------------
 
-fresh_elf "$d/rlist"
-expect_status 0 "$PBITMAP" add "$d/rlist"
-mapfile -t restamp_steps < <(steps "add -g 6" "$d/rlist" | awk '!seen[$0]++')
-note "re-stamp fault points (first occurrence is the one hit): ${restamp_steps[*]:-none}"
-((${#restamp_steps[@]})) || fail "a re-stamp passes no fault point"
+# stamped_steps ARRAY "VERB [OPTIONS]" NAME: into ARRAY, the fault points
+# VERB passes on a freshly stamped copy of the program, each once, in order
+# (a kill happens at the first occurrence); fails if there are none.
+stamped_steps() {
+	local -n into=$1
+	fresh_elf "$d/$3"
+	expect_status 0 "$PBITMAP" add "$d/$3"
+	mapfile -t into < <(steps "$2" "$d/$3" | awk '!seen[$0]++')
+	note "$2: fault points: ${into[*]:-none}"
+	((${#into[@]})) || fail "$2 passes no fault point"
+}
+
+stamped_steps restamp_steps "add -g 6" rlist
 for s in "${restamp_steps[@]}"; do
 	f=$d/restamp-$s
 	fresh_elf "$f"
@@ -192,11 +200,7 @@ done
 
 # ---- ELF set: the old bitmap or the new one ------------------------------------------
 
-fresh_elf "$d/slist"
-expect_status 0 "$PBITMAP" add "$d/slist"
-mapfile -t set_steps < <(steps "set --pages 1" "$d/slist")
-note "set fault points: ${set_steps[*]:-none}"
-((${#set_steps[@]})) || fail "set passes no fault point"
+stamped_steps set_steps "set --pages 1" slist
 for s in "${set_steps[@]}"; do
 	f=$d/set-$s
 	fresh_elf "$f"

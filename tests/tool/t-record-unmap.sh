@@ -84,30 +84,20 @@ r = json.load(sys.stdin)[0]["planes"][0]["ranges"]
 print(" ".join(str(n) for a, b in r for n in range(a, b + 1)))'
 }
 
-# within16 "MARKED" PAGE...: every PAGE is marked, and every marked page is
-# in the 16-page-aligned window of one of them.
-within16() {
+# fault_around_only HOW "MARKED" PAGE...: every PAGE is marked, and every
+# marked page lies in fault-around's 16-page window of one of them: HOW
+# "aligned", the 16-page-aligned window; "near", less than 16 pages away
+# (the window is aligned in the address space, and a 32-bit mapping need
+# not be 64 KiB-aligned).
+fault_around_only() {
 	python3 - "$@" <<'PY'
 import sys
-marked = {int(n) for n in sys.argv[1].split()}
-read = [int(n) for n in sys.argv[2:]]
+aligned = sys.argv[1] == "aligned"
+marked = {int(n) for n in sys.argv[2].split()}
+read = [int(n) for n in sys.argv[3:]]
+near = (lambda m, p: m // 16 == p // 16) if aligned else (lambda m, p: abs(m - p) < 16)
 missing = [p for p in read if p not in marked]
-extra = sorted(m for m in marked if m // 16 not in {p // 16 for p in read})
-if missing or extra:
-    sys.exit("missing %s, marked far from any page read: %s" % (missing, extra))
-PY
-}
-
-# near16 "MARKED" PAGE...: every PAGE is marked, and every marked page is
-# less than 16 pages from one of them (fault-around's window is aligned in
-# the address space, and a 32-bit mapping need not be 64 KiB-aligned).
-near16() {
-	python3 - "$@" <<'PY'
-import sys
-marked = {int(n) for n in sys.argv[1].split()}
-read = [int(n) for n in sys.argv[2:]]
-missing = [p for p in read if p not in marked]
-extra = sorted(m for m in marked if all(abs(m - p) >= 16 for p in read))
+extra = sorted(m for m in marked if not any(near(m, p) for p in read))
 if missing or extra:
     sys.exit("missing %s, marked far from any page read: %s" % (missing, extra))
 PY
@@ -137,13 +127,13 @@ for how in munmap fixed dontneed exec; do
 	newdata
 	expect_status 0 timeout -k 5 60 "$PBITMAP" record -- ./unmap32 "$how" data.bin 0 40 300 301 777
 	m=$(marked data.bin) || fail "show --json data.bin"
-	out=$(near16 "$m" 0 40 300 301 777) || fail "32-bit C, $how: $out (marked: $m)"
+	out=$(fault_around_only near "$m" 0 40 300 301 777) || fail "32-bit C, $how: $out (marked: $m)"
 	pass "32-bit C, mapping taken away by $how: the pages read are learned (with fault-around's)"
 done
 newdata
 expect_status 0 timeout -k 5 60 "$PBITMAP" record --window 3 -- ./unmap32 munmap data.bin 3 500
 m=$(marked data.bin) || fail "show --json data.bin"
-out=$(near16 "$m" 3 500) || fail "32-bit C, munmap within --window: $out (marked: $m)"
+out=$(fault_around_only near "$m" 3 500) || fail "32-bit C, munmap within --window: $out (marked: $m)"
 pass "32-bit C, --window: a mapping unmapped within the window is learned"
 
 pyread='
@@ -161,6 +151,6 @@ for how in close atexit; do
 	newdata
 	expect_status 0 timeout -k 5 60 "$PBITMAP" record -- /usr/bin/python3.11 -c "$pyread" "$how"
 	m=$(marked data.bin) || fail "show --json data.bin"
-	out=$(within16 "$m" 0 300 1000) || fail "Python, mmap $how: $out (marked: $m)"
+	out=$(fault_around_only aligned "$m" 0 300 1000) || fail "Python, mmap $how: $out (marked: $m)"
 	pass "Python mmap, unmapped by $how: pages 0 300 1000 learned (within fault-around's 64 KiB)"
 done
