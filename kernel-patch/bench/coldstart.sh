@@ -232,23 +232,31 @@ cold() {	# workload condition
 	# time writes "Command exited with non-zero status N" first on failure.
 	while read -r line; do last=$line; done <time.out
 	read -r maj wall status <<<"$last"
-	echo "$1 $2 $((r1 - r0)) $(((s1 - s0) * 512)) $maj $wall $(((c1 - c0) * 1024)) $status $((p1 - p0))" >>results
+	echo "$1 $2 $((r1 - r0)) $(((s1 - s0) * 512)) $maj $wall $(((c1 - c0) * 1024)) $status $((p1 - p0))" >>"$results"
 }
 
-: >results
+# The rows and the progress go straight to $RESULTS (the host can follow
+# them; a run cut short keeps what it measured), by shell builtins only.
+results=${RESULTS:-$W}/coldstart-results
+: >"$results"
 for w in "${workloads[@]}"; do
 	for c in "${conditions[@]}"; do
 		for _ in $(seq "$RUNS"); do echo "$w $c"; done
 	done
 done | shuf >order
 vmstat_get pbitmap_rejected; rejected0=$VAL
-while read -r w c; do cold "$w" "$c"; done <order
+n=0 total=$(wc -l <order)
+while read -r w c; do
+	cold "$w" "$c"
+	n=$((n + 1))
+	echo "$n of $total done, $((EPOCHSECONDS - t_stamped)) s" >"${RESULTS:-$W}/coldstart-progress"
+done <order
 set_condition off
 vmstat_get pbitmap_rejected; rejected=$((VAL - rejected0))
 t_end=$EPOCHSECONDS
-for f in results stamped.txt stripped.txt truth.json; do cp "$f" "${RESULTS:-.}/coldstart-$f" 2>/dev/null || true; done
+for f in stamped.txt stripped.txt truth.json; do cp "$f" "${RESULTS:-.}/coldstart-$f" 2>/dev/null || true; done
 
-python3 - results "$RUNS" <<'PY'
+python3 - "$results" "$RUNS" <<'PY'
 import statistics, sys
 rows, failed, prefetches = {}, {}, {}
 for line in open(sys.argv[1]):
@@ -279,4 +287,4 @@ print("runs whose workload exited non-zero: %s" % (", ".join(bad) or "none"))
 PY
 echo "records rejected by the kernel during the runs (vmstat_get pbitmap_rejected): $rejected"
 echo "duration: $((t_end - t_start)) s ($((t_stamped - t_start)) s ground truth and stamping," \
-	"$((t_end - t_stamped)) s for $(wc -l <order) cold starts)"
+	"$((t_end - t_stamped)) s for $total cold starts)"
