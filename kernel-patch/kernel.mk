@@ -126,7 +126,9 @@ $(BENCH_SCHED_I): $(KOUT)/.config $(KSRC_STAMP)
 	$(KMAKE) -s kernel/sched/core.i
 	cp $(KOUT)/kernel/sched/core.i $@
 
+RUNS ?= 5
 bench: kernel image $(BENCH_SCHED_I)
-	$(VM_ENV) $(VM) --job $(KP_DIR)/bench/coldstart.sh $(BENCH_SCHED_I) \
+	echo $(RUNS) >$(BUILD)/bench/runs
+	$(VM_ENV) $(VM) --job $(KP_DIR)/bench/coldstart.sh $(BENCH_SCHED_I) $(BUILD)/bench/runs \
 		tests/lib/ground_truth.py $(KP_DIR)/tests/stamp-truth.py
 	@cat build/vm-results/output

@@ -25,9 +25,12 @@
 # requests and bytes (/sys/block/vda/stat), major faults (time -f %F), wall
 # time, and page-cache growth (Cached in /proc/meminfo), and ratios to "off".
 set -euo pipefail
+JOB=$PWD
+# RUNS from the environment, else from the file "runs" beside the job
+# (make bench RUNS=N writes it: the guest sees no host variable), else 5.
+[ -n "${RUNS:-}" ] || { [ ! -f "$JOB/runs" ] || read -r RUNS <"$JOB/runs"; }
 RUNS=${RUNS:-5}
 W=/var/tmp/bench
-JOB=$PWD
 GROUND_TRUTH=$JOB/ground_truth.py
 STAMP_TRUTH=$JOB/stamp-truth.py
 die() { echo "coldstart: $*" >&2; exit 1; }
@@ -285,6 +288,6 @@ for w in ("gcc", "gdb", "python3", "emacs"):
 bad = ["%s/%s: %d" % (w, c, n) for (w, c), n in sorted(failed.items()) if n]
 print("runs whose workload exited non-zero: %s" % (", ".join(bad) or "none"))
 PY
-echo "records rejected by the kernel during the runs (vmstat_get pbitmap_rejected): $rejected"
+echo "records rejected by the kernel during the runs (vmstat pbitmap_rejected): $rejected"
 echo "duration: $((t_end - t_start)) s ($((t_stamped - t_start)) s ground truth and stamping," \
 	"$((t_end - t_stamped)) s for $total cold starts)"
