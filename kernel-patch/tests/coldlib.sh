@@ -51,11 +51,24 @@ cold_need_ground_truth() {
 }
 
 # /proc/vmstat counter K (empty when the kernel has none of that name).
+# proc_lines FILE: FILE's text, read in one sequential pass ($(<...)).
+# Never `while read ... </proc/FILE`: bash's read takes 128-byte chunks and
+# seeks back to each line's end, and a seek in a seq_file regenerates the
+# text with new values, so a counter that changed digits meanwhile tears a
+# line (seen in CI: a t-crafted-mmap snapshot shifted by one field).  No
+# program is run either: this is called between dropping the caches and
+# a measured start.
+proc_lines() {
+	local text
+	text=$(<"$1")
+	printf '%s\n' "$text"
+}
+
 vmstat_counter() {
 	local k v
 	while read -r k v; do
 		[ "$k" = "$1" ] && { echo "$v"; return 0; }
-	done </proc/vmstat
+	done <<<"$(proc_lines /proc/vmstat)"
 	return 0
 }
 
@@ -112,7 +125,7 @@ meminfo_cached_kb() {
 	local k v
 	while read -r k v _; do
 		[ "$k" = Cached: ] && { echo "$v"; return 0; }
-	done </proc/meminfo
+	done <<<"$(proc_lines /proc/meminfo)"
 	cold_fail "no Cached: line in /proc/meminfo"
 }
 

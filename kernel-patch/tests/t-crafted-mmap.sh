@@ -33,7 +33,8 @@ snapshot() {
 	((counting)) || return 0
 	local -A v
 	local k x r
-	while read -r k x; do v[$k]=$x; done </proc/vmstat
+	# proc_lines (coldlib.sh): one sequential read, no torn lines.
+	while read -r k x; do v[$k]=$x; done <<<"$(proc_lines /proc/vmstat)"
 	for r in "${REASONS[@]}"; do printf '%s ' "${v[pbitmap_reject_$r]}"; done
 	printf '%s %s\n' "${v[pbitmap_rejected]}" "${v[pbitmap_prefetch]}"
 }

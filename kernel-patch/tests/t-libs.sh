@@ -9,7 +9,7 @@
 # `emacs -batch --eval ...` with pbitmap off and on (vm.pbitmap_mmap=1),
 # order rotated, RUNS each (default 3), and once exec-only
 # (vm.pbitmap_mmap=0) in the middle run; also "floor", pbitmap off with every
-# copy already cached: the requests for what the program reads otherwise.
+# copy already cached (middle run only): the requests for what the program reads otherwise.
 # Asserts, for each program, on against off: at least 1.5x fewer read
 # requests (medians), page-cache growth at most 5% above off's, the same
 # output in every run; with pbitmap on every run prefetches more than the
@@ -97,11 +97,12 @@ sync
 bad=
 for i in $(seq "$RUNS"); do
 	for prog in gdb emacs; do
-		# Exec-only is printed for comparison, not asserted: one run of it.
+		# Exec-only is printed for comparison, not asserted.
 		# "floor": pbitmap off, every copy already cached (COLD_WARM), the
 		# rest cold: the requests no prefetch of the copies can save.
-		conds=(off on floor)
-		((i != (RUNS + 1) / 2)) || conds+=(exec)
+		# floor and exec-only: the middle run only (make check's time).
+		conds=(off on)
+		((i != (RUNS + 1) / 2)) || conds+=(floor exec)
 		for c in $(cold_order "$i" "${conds[@]}"); do
 			cold_cond "$c"
 			COLD_WARM=/usr/bin/env

@@ -16,7 +16,7 @@
 source "$(dirname "$0")/../lib.sh"
 FUZZ_DIR=${FUZZ_DIR:-$TOP/build/fuzz}
 SEEDS=$TOP/pbitmap-tool/fuzz/seeds
-SECONDS_TO_RUN=${FUZZ_SECONDS:-30}
+SECONDS_TO_RUN=${FUZZ_SECONDS:-15}
 
 [[ -d $SEEDS ]] && compgen -G "$SEEDS/*" >/dev/null || fail "no seeds in $SEEDS"
 note "$(ls "$SEEDS" | wc -l) seeds"
