@@ -1,5 +1,5 @@
 #!/bin/bash
-# t-fuzz: libFuzzer on both targets, 30 s each, from the seeds in
+# t-fuzz: libFuzzer on both targets, 15 s each, from the seeds in
 # pbitmap-tool/fuzz/seeds (stamped ELF files, an interrupted stamp, a raw
 # record, an xattr value, an ELF marker):
 #   fuzz_parse  every parser of untrusted bytes (ELF inspection, raw record
