@@ -113,7 +113,7 @@ vm-run:
 VM_TESTS := $(BUILD)/vm-tests
 vm-check: kernel image
 	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
-	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py $(VM_TESTS)/
+	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
 	$(VM_ENV) $(VM) --tests $(VM_TESTS)
 
 # The issue's comparison: four workloads x five conditions, shuffled cold runs.

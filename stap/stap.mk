@@ -20,7 +20,7 @@ CHECKS += stap-check
 STAP_DIR     := stap
 # Modules match one kernel build: KASAN=1 gets its own directory.
 STAP_BUILD   := $(BUILD)/stap$(if $(filter 1,$(KASAN)),-kasan)
-STAP_SCRIPTS := faults pbitmap fault-map
+STAP_SCRIPTS := faults pbitmap fault-map learn
 # staprun takes the module name from the file name, and module names are C
 # identifiers: fault-map.stp -> build/stap/stap_fault_map.ko.
 stap_mod      = $(STAP_BUILD)/stap_$(subst -,_,$(1)).ko
@@ -83,7 +83,7 @@ STAP_VM_SMP ?= 1
 # Tests and modules travel together into the guest.
 stap-check: stap image
 	@rm -rf $(STAP_JOB)/tests && mkdir -p $(STAP_JOB)/tests
-	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh \
+	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh $(KP_DIR)/tests/learn-pages.c \
 		$(STAP_MODS) $(STAP_JOB)/tests/
 	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
 	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --tests $(STAP_JOB)/tests
