@@ -116,19 +116,10 @@ vm-check: kernel image
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
 	$(VM_ENV) $(VM) --tests $(VM_TESTS)
 
-# The issue's comparison: four workloads x five conditions, shuffled cold runs.
-# Not a test (nothing asserted); RUNS=N per pair (default 5).  The gcc
-# workload compiles kernel/sched/core.c preprocessed from the test-bed tree;
-# the bitmaps are the ground truth of ground_truth.py, marked by stamp-truth.py.
+# The benchmark's gcc input: kernel/sched/core.c preprocessed from the
+# test-bed tree (make bench, kernel-patch/bench/bench.mk).
 BENCH_SCHED_I := $(BUILD)/bench/sched.i
 $(BENCH_SCHED_I): $(KOUT)/.config $(KSRC_STAMP)
 	@mkdir -p $(dir $@)
 	$(KMAKE) -s kernel/sched/core.i
 	cp $(KOUT)/kernel/sched/core.i $@
-
-RUNS ?= 5
-bench: kernel image $(BENCH_SCHED_I)
-	echo $(RUNS) >$(BUILD)/bench/runs
-	$(VM_ENV) $(VM) --job $(KP_DIR)/bench/coldstart.sh $(BENCH_SCHED_I) $(BUILD)/bench/runs \
-		tests/lib/ground_truth.py $(KP_DIR)/tests/stamp-truth.py
-	@cat build/vm-results/output

@@ -1,18 +1,38 @@
-# kernel-patch/bench/bench.mk: the benchmark's host-side statistics and
-# report (issue 12).  Included by the top Makefile.
+# kernel-patch/bench/bench.mk: the benchmark (issue 12).  Included by the top
+# Makefile.
 #
-#   make check-bench   unit tests of kernel-patch/bench/stats.py and a smoke
-#                      test of kernel-patch/bench/report.py (tests/bench);
-#                      CPU-light, no VM, no tool build
+#   make bench         every condition side by side, cold starts in a booted
+#                      guest, one boot per disk model (bench-run.sh); writes
+#                      build/bench/results.csv, exec.csv, BENCH-table.md and
+#                      plots/.  Overrides: RUNS= (10) GCC_RUNS= (3)
+#                      LEARN_RUNS= (3) WORKLOADS= CONDITIONS= DISK= (iops150
+#                      latency none) DELAY_MS= (4) EXEC_BENCH= (1)
+#   make bench-report  the tables and plots again, from the CSV alone
+#   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py
+#                      and a smoke run of the harness in the guest (one
+#                      workload, two conditions, two runs): tests/bench
 #
 # The Python modules are Debian's; the scripts run /usr/bin/python3 so that
 # another python3 first on PATH (pyenv) cannot hide them.
 
-DEPS_BENCH := python3-numpy python3-scipy python3-matplotlib
+DEPS_BENCH := python3-numpy python3-scipy python3-matplotlib nbdkit git
 DEPS_ALL += $(DEPS_BENCH)
 CHECKS += check-bench
 
-.PHONY: check-bench
+-include kernel-patch/bench/parts.mk
 
-check-bench:
-	tests/run-tests tests/bench
+BENCH_OUT := $(BUILD)/bench
+BENCH_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
+
+.PHONY: bench bench-report check-bench
+
+bench: kernel image $(BUILD)/pbitmap $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP)
+	$(BENCH_ENV) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
+		$(dir $(BENCH_PACK)) $(BENCH_PACKLOOKUP)
+
+bench-report:
+	/usr/bin/python3 kernel-patch/bench/report.py $(BENCH_OUT)/results.csv \
+		-o $(BENCH_OUT)/BENCH-table.md --plots $(BENCH_OUT)/plots
+
+check-bench: kernel image $(BUILD)/pbitmap $(BENCH_PACKLOOKUP)
+	$(BENCH_ENV) tests/run-tests tests/bench

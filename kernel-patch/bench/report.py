@@ -3,7 +3,8 @@
 """report.py: the benchmark's tables and boxplots, drawn from its CSV alone.
 
   kernel-patch/bench/report.py RESULTS.csv [-o TABLE.md] [--plots DIR]
-                               [--drop-bad-output]
+                               [--drop-bad-output] [--exec-csv EXEC.csv]
+                               [--not-slower COND:DISK]
 
 RESULTS.csv has one row per cold start, with the columns
   workload, condition, run, disk, read_requests, read_bytes, major_faults,
@@ -23,6 +24,16 @@ TABLE.md (standard output without -o) holds, per disk model:
     95% interval, for read requests and wall time;
 and the 2008 comparison: time and memory change against `off`, laid out as
 in Andi Kleen's 2008 talk, with the talk's figures beside ours.
+
+--exec-csv EXEC.csv adds the warm-exec microbenchmark: rows of
+  pbitmap (off|on), program (stamped|unstamped), repeat, execs, us_per_exec
+as median [q1, q3] microseconds per exec over the repeats, and on / off.
+
+--not-slower COND:DISK is the benchmark's own test: on disk model DISK, the
+wall time of COND must not be longer than `off`'s beyond noise, for every
+workload: the comparison is a failure when its Holm-adjusted p-value is
+below stats.ALPHA and the Hodges-Lehmann shift is positive.  The verdict is
+in the table; exit status 3 when it fails (everything is still written).
 
 --plots DIR writes DIR/WORKLOAD.png per workload: one box per condition
 (whiskers to the minimum and maximum, as seed 004's range=0, every run drawn
@@ -246,28 +257,32 @@ class Report:
         return [c for c in self.conditions if (disk, workload, c) in self.cells]
 
     def _compare(self):
-        """Every condition against off, for the tested figures; Holm over
-        all of them at once (the whole report is one family)."""
+        """Every condition against off, for the tested figures.  Holm's
+        adjustment runs within each (disk, workload) family: the question a
+        table answers is which conditions change this workload on this
+        disk, and a family that spanned the whole report would make a
+        workload's verdict depend on how many others were run."""
         self.tests = OrderedDict()
         for disk in self.disks:
             for workload in self.workloads:
                 if (disk, workload, BASELINE) not in self.cells:
                     continue
+                family = []
                 for cond in self.present(disk, workload):
                     if cond == BASELINE:
                         continue
                     for column in TESTED:
                         base = self.values(disk, workload, BASELINE, column)
                         other = self.values(disk, workload, cond, column)
-                        self.tests[(disk, workload, cond, column)] = {
+                        t = self.tests[(disk, workload, cond, column)] = {
                             "test": stats.rank_sum_test(base, other),
                             "shift": stats.hodges_lehmann(base, other),
                             "interval": stats.shift_interval(base, other),
                         }
-        adjusted = stats.holm([t["test"].p for t in self.tests.values()])
-        for t, adj in zip(self.tests.values(), adjusted):
-            t["holm"] = adj
-            t["significant"] = adj < stats.ALPHA
+                        family.append(t)
+                for t, adj in zip(family, stats.holm([t["test"].p for t in family])):
+                    t["holm"] = adj
+                    t["significant"] = adj < stats.ALPHA
 
     # ------------------------------------------------------------ tables
 
@@ -351,7 +366,23 @@ class Report:
                 rows.append(row)
         return md_table(headers, rows)
 
-    def markdown(self) -> str:
+    def not_slower(self, cond, disk) -> list:
+        """(workload, passed, text) for every workload run under `cond` and
+        `off` on `disk`: is `cond`'s wall time longer than off's beyond noise?"""
+        verdicts = []
+        for workload in self.workloads:
+            t = self.tests.get((disk, workload, cond, "wall_s"))
+            if t is None:
+                continue
+            lo, hi = t["interval"]
+            slower = t["significant"] and t["shift"] > 0
+            verdicts.append((workload, not slower,
+                             f"{workload}: {cond} - off = {fmt(t['shift'], 3)} s "
+                             f"[{fmt(lo, 3)}, {fmt(hi, 3)}], Holm p {fmt_p(float(t['holm']))}: "
+                             + ("SLOWER beyond noise" if slower else "not slower beyond noise")))
+        return verdicts
+
+    def markdown(self, exec_runs=None, not_slower=None) -> str:
         out = io.StringIO()
         w = out.write
         ntests = len(self.tests)
@@ -364,10 +395,10 @@ class Report:
           f"`{BASELINE}`: ratio of medians (condition / {BASELINE}); the exact "
           "two-sided Wilcoxon rank-sum p-value (the permutation distribution of "
           "the mid-rank sum, enumerated exactly, so exact with ties too); that "
-          f"p-value after Holm's step-down adjustment over all {ntests} "
-          "comparisons of this report (read requests and wall time of every "
-          "condition, workload and disk), marked * when below the significance "
-          f"level {stats.ALPHA}; the Hodges-Lehmann shift (median of the "
+          "p-value after Holm's step-down adjustment within its (disk, workload) "
+          "family (read requests and wall time of every condition of the "
+          f"workload on that disk; {ntests} comparisons in all), marked * when "
+          f"below the significance level {stats.ALPHA}; the Hodges-Lehmann shift (median of the "
           f"condition - {BASELINE} differences) with its exact 95% interval "
           "(the shifts the exact test does not reject).\n")
         for disk in self.disks:
@@ -388,6 +419,17 @@ class Report:
         for disk in self.disks:
             w(f"\n{disk}:\n\n")
             w(self.talk_2008_table(disk) + "\n")
+        if not_slower:
+            cond, disk = not_slower
+            w(f"\n### The test: `{cond}` is not slower than `{BASELINE}` on disk {disk}\n\n")
+            verdicts = self.not_slower(cond, disk)
+            if not verdicts:
+                w(f"No run of both `{cond}` and `{BASELINE}` on disk {disk}: nothing tested.\n")
+            for _, passed, text in verdicts:
+                w(f"- {'PASS' if passed else 'FAIL'}: {text}\n")
+        if exec_runs:
+            w("\n### Warm exec: what pbitmap costs an exec with everything cached\n\n")
+            w(exec_table(exec_runs) + "\n")
         if self.bad:
             w(f"\nLeft out (--drop-bad-output): {len(self.bad)} run(s) whose output "
               "differed from the reference: " +
@@ -419,6 +461,10 @@ class Report:
                 for i, d in enumerate(data, start=1):
                     ax.plot(i + jitter.uniform(-0.12, 0.12, d.size), d, "o",
                             markersize=3, alpha=0.6, color="tab:blue")
+                if column == "read_requests":
+                    # nora's thousands and warm's zero on one axis: linear
+                    # up to 10, logarithmic above.
+                    ax.set_yscale("symlog", linthresh=10)
                 ax.set_title(f"{workload}: {fig_.label} ({disk})")
                 ax.set_ylabel(fig_.label)
                 ax.grid(axis="y", alpha=0.3)
@@ -427,6 +473,48 @@ class Report:
         fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
         plt.close(fig)
         return buf.getvalue()
+
+
+EXEC_COLUMNS = ("pbitmap", "program", "repeat", "execs", "us_per_exec")
+
+
+def read_exec_runs(path: str) -> list:
+    """The warm-exec microbenchmark's CSV: a list of (pbitmap, program, us)."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in EXEC_COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise CsvError("missing column(s): " + ", ".join(missing))
+            runs = []
+            for n, row in enumerate(reader, start=2):
+                where = f"line {n}"
+                if row["pbitmap"] not in ("off", "on"):
+                    raise CsvError(f"{where}: pbitmap is {row['pbitmap']!r}, not off or on")
+                runs.append((row["pbitmap"], row["program"],
+                             parse_number(row["us_per_exec"], "us_per_exec", where)))
+    except OSError as e:
+        raise CsvError(e.strerror) from e
+    if not runs:
+        raise CsvError("no rows")
+    return runs
+
+
+def exec_table(runs: list) -> str:
+    programs = ordered(p for _, p, _ in runs)
+    rows = []
+    for program in programs:
+        base = None
+        for state in ("off", "on"):
+            v = [us for s, p, us in runs if s == state and p == program]
+            if not v:
+                continue
+            m = stats.median_iqr(v)
+            base = m.median if state == "off" else base
+            rows.append([program, state, str(len(v)),
+                         f"{m.median:.0f} [{m.q1:.0f}, {m.q3:.0f}]",
+                         fmt_ratio(m.median, base) if state == "on" and base else ""])
+    return md_table(["program", "pbitmap", "loops", "us per exec", "on / off"], rows)
 
 
 def write_atomic(path: str, data: bytes):
@@ -456,14 +544,30 @@ def main(argv=None) -> int:
     ap.add_argument("--plots", metavar="DIR", help="write DIR/WORKLOAD.png boxplots")
     ap.add_argument("--drop-bad-output", action="store_true",
                     help="leave out runs with output_ok false instead of refusing the CSV")
+    ap.add_argument("--exec-csv", metavar="EXEC.csv",
+                    help="add the warm-exec microbenchmark's table")
+    ap.add_argument("--not-slower", metavar="COND:DISK",
+                    help="test that COND's wall time is not longer than off's on DISK")
     args = ap.parse_args(argv)
+    not_slower = None
+    if args.not_slower:
+        if args.not_slower.count(":") != 1 or "" in args.not_slower.split(":"):
+            ap.error(f"--not-slower {args.not_slower}: expected CONDITION:DISK")
+        not_slower = tuple(args.not_slower.split(":"))
     try:
         report = Report(read_runs(args.csv), args.csv, args.drop_bad_output)
     except CsvError as e:
         print(f"{PROG}: {args.csv}: {e}", file=sys.stderr)
         return 1
+    exec_runs = None
+    if args.exec_csv:
+        try:
+            exec_runs = read_exec_runs(args.exec_csv)
+        except CsvError as e:
+            print(f"{PROG}: {args.exec_csv}: {e}", file=sys.stderr)
+            return 1
     # Everything is computed before anything is written.
-    text = report.markdown()
+    text = report.markdown(exec_runs, not_slower)
     pictures = {}
     if args.plots:
         if not os.path.isdir(args.plots):
@@ -481,6 +585,12 @@ def main(argv=None) -> int:
         return 1
     if not args.output:
         sys.stdout.write(text)
+    if not_slower:
+        failed = [t for _, passed, t in report.not_slower(*not_slower) if not passed]
+        for text in failed:
+            print(f"{PROG}: FAIL: {text}", file=sys.stderr)
+        if failed:
+            return 3
     return 0
 
 

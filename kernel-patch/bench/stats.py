@@ -191,7 +191,9 @@ def shift_interval(x: Sequence[float], y: Sequence[float],
     differ from one gap to the next, and each gap gets its own).  The interval
     is the closure of the gaps the test does not reject (p >= 1 - level):
     its ends are pairwise differences.  The finitely many d equal to a
-    difference, where an x and a y - d tie, are not tested on their own.
+    difference, where an x and a y - d tie, are tested only when every gap
+    is rejected (constant samples): then the interval is the range of those
+    accepted.
     Without ties this is R's wilcox.test(y, x, conf.int=TRUE) interval
     [d_(k), d_(nm+1-k)], k = qwilcox(alpha/2, m, n) (checked by the tests);
     where R clamps k to 1 because the samples are too small to reach the
@@ -222,7 +224,14 @@ def shift_interval(x: Sequence[float], y: Sequence[float],
     gaps = len(cuts) + 1
     low = next((g for g in range(gaps) if accepted(g)), None)
     if low is None:
-        raise ArithmeticError("no shift is accepted at this level")
+        # Every gap rejected: the samples are so tied that only a shift equal
+        # to a difference, which ties x and y - d, keeps them together (two
+        # constant samples, e.g. 0 read requests in every warm run).  Test
+        # those shifts; the interval is the range of the accepted ones.
+        kept = [c for c in cuts if _rank_sum_p(xf, [v - c for v in yf])[0] >= alpha]
+        if not kept:
+            raise ArithmeticError("no shift is accepted at this level")
+        return float(kept[0]), float(kept[-1])
     high = next(g for g in reversed(range(gaps)) if accepted(g))
     lo = float(cuts[low - 1]) if low > 0 else -np.inf
     hi = float(cuts[high]) if high < len(cuts) else np.inf

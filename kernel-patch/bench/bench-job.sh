@@ -1,0 +1,464 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# kernel-patch/bench/bench-job.sh: the benchmark's guest job, one disk model
+# per boot (`make bench` boots one guest per model, see bench-run.sh).
+#
+# The workloads run in a chroot of a second disk, /dev/vdb: a copy of the
+# guest image that the host attaches throttled (QEMU throttling.iops-total),
+# behind an NBD server that delays every read (nbdkit's delay filter: the
+# requests overlap, as on network block storage) or unthrottled.  Only vdb's
+# read requests are counted; the harness (bash, time, chroot, python for the
+# ground truth) runs from the root disk, and its files are kept resident
+# (mlock) so that dropping the caches leaves them cached.
+#
+# Conditions (issue 12), all in one shuffled order, page cache dropped before
+# every run but `warm`:
+#   nora     demand paging with nothing around it: fault_around_bytes=4096,
+#            read_ahead_kb=0 (the definition of "pages used")
+#   off      the stock kernel (pbitmap and the baselines off)
+#   slurp    vm.mmap_slurp_all=1 (every file mapping read whole at mmap)
+#   early    the 2008 synchronous mode (vm.pbitmap_early_fault=1, mmap off)
+#   exec     pbitmap prefetch of the executable and interpreter only
+#            (vm.pbitmap_mmap=0)
+#   full     pbitmap at exec and at every mmap (executable, interpreter,
+#            libraries, data files)
+#   learned  as full, in a second tree whose bitmaps the kernel learned
+#            itself over LEARN_RUNS earlier cold runs (vm.pbitmap_learn=1)
+#   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
+#            userspace, then executes the program
+#   preload  every file the program maps read whole (cat) before it starts,
+#            as vmtouch/ureadahead users do; the reads are counted
+#   warm     everything cached: one uncounted run just before (the floor)
+# The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
+# the nora run's pages, measured once at set-up); `learned` has its own.
+#
+# Configuration: bench.conf beside the job (written by bench-run.sh), shell
+# assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
+# EXEC_BENCH, EXEC_REPEATS.  Results in $RESULTS: bench.csv (one row per run, the columns
+# report.py reads), progress (k n elapsed), setup.txt (what was stamped and
+# learned, the floors), exec.csv (the warm-exec microbenchmark).
+set -euo pipefail
+JOB=$PWD
+OUT=${RESULTS:-$JOB/results}
+die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
+[ -f "$JOB/bench.conf" ] || die "no bench.conf beside the job"
+# shellcheck source=/dev/null
+. "$JOB/bench.conf"
+: "${DISK:?}" "${RUNS:?}" "${GCC_RUNS:=$RUNS}" "${LEARN_RUNS:=3}" "${EXEC_BENCH:=0}" "${EXEC_REPEATS:=3}"
+: "${WORKLOADS:=gcc gdb python3 emacs pack}"
+: "${CONDITIONS:=nora off slurp early exec full learned user preload warm}"
+read -ra workloads <<<"$WORKLOADS"
+read -ra conditions <<<"$CONDITIONS"
+has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
+has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
+for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run; do
+	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
+done
+for s in pbitmap_enabled pbitmap_mmap pbitmap_early_fault mmap_slurp_all pbitmap_learn; do
+	[ -w /proc/sys/vm/$s ] || die "the kernel has no vm.$s"
+done
+t_start=$EPOCHSECONDS
+log() { echo "$(date +%T) $*"; }
+
+# --- The bench disk: the guest image's copy, mounted as the chroot A.
+A=/bench
+DEV=vdb
+[ -b /dev/$DEV ] || die "no second disk /dev/$DEV (bench-run.sh attaches it)"
+mkdir -p $A && mount -o noatime /dev/$DEV $A || die "cannot mount /dev/$DEV"
+mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
+FAULT_AROUND=/sys/kernel/debug/fault_around_bytes
+RA=/sys/block/$DEV/queue/read_ahead_kb
+[ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
+fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
+chroot_mounts() {	# ROOT: what a program run in ROOT needs of the live system
+	mount --bind /proc "$1/proc" && mount --bind /sys "$1/sys" &&
+		mount --bind /dev "$1/dev" && mount -t tmpfs tmpfs "$1/tmp" ||
+		die "cannot set up the mounts of $1"
+}
+chroot_mounts $A
+mkdir -p $A/var/bench
+
+# Inputs on the bench disk, so that a workload reads them there.
+if [ -f "$JOB/sched.i" ]; then
+	cp "$JOB/sched.i" $A/var/bench/sched.i
+	gcc_desc="gcc -O2 -S sched.i ($(wc -l <$A/var/bench/sched.i) lines)"
+else
+	printf 'int square(int x) { return x * x; }\n' >$A/var/bench/sched.i
+	gcc_desc="gcc -O2 -S of a one-line file (sched.i not given)"
+fi
+if has_workload pack; then
+	for f in packlookup linux.pack linux.idx; do
+		[ -f "$JOB/$f" ] || die "no $f beside the job (the pack workload needs it)"
+	done
+	cp "$JOB/linux.pack" "$JOB/linux.idx" $A/var/bench/
+	install -m 0755 "$JOB/packlookup" $A/usr/local/bin/packlookup
+fi
+install -m 0755 "$JOB/pbitmap-run" $A/usr/local/bin/pbitmap-run
+
+in_root() { chroot "$A" "$@"; }
+real() { in_root readlink -f "$1"; }
+gcc_real=$(real /usr/bin/gcc)
+cc1=$(real "$(in_root gcc -print-prog-name=cc1)")
+python_real=$(real /usr/bin/python3)
+emacs_real=$(real /usr/bin/emacs)
+declare -A cmd=(
+	[gcc]="$gcc_real -O2 -S -w /var/bench/sched.i -o /tmp/out.s"
+	[gdb]="/usr/bin/gdb -batch"
+	[python3]="$python_real -c pass"
+	[emacs]="$emacs_real -batch"
+	[pack]="/usr/local/bin/packlookup /var/bench/linux.idx /var/bench/linux.pack"
+)
+declare -A desc=(
+	[gcc]=$gcc_desc [gdb]="gdb -batch" [python3]="python3 -c pass"
+	[emacs]="emacs -batch" [pack]="packlookup: 200 objects of a git pack of Linux 6.1"
+)
+for w in "${workloads[@]}"; do [ -n "${cmd[$w]:-}" ] || die "unknown workload $w"; done
+
+# --- Each workload's files (chroot paths): its programs, the libraries ldd
+# lists, and the data files it maps.
+ldd_files() {	# EXE (chroot path)
+	echo "$1"
+	in_root ldd "$1" | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }' |
+		while read -r p; do in_root readlink -f "$p"; done
+}
+declare -A files=()
+workload_files() {	# W
+	case $1 in
+	gcc) ldd_files "$gcc_real"; ldd_files "$cc1" ;;
+	gdb) ldd_files "$(real /usr/bin/gdb)" ;;
+	python3) ldd_files "$python_real" ;;
+	emacs)
+		local pdmp
+		pdmp=$(cd $A && find usr/lib/emacs usr/libexec/emacs -name '*.pdmp' 2>/dev/null | head -n 1)
+		[ -n "$pdmp" ] || die "no emacs dump file (*.pdmp) in the bench disk"
+		ldd_files "$emacs_real"; echo "/$pdmp"
+		(cd $A && find usr/lib/emacs -path '*/native-lisp/*/preloaded/*.eln' | sed 's|^|/|') ;;
+	pack) ldd_files /usr/local/bin/packlookup; printf '%s\n' /var/bench/linux.idx /var/bench/linux.pack ;;
+	esac
+}
+for w in "${workloads[@]}"; do files[$w]=$(workload_files "$w"); done
+for w in "${workloads[@]}"; do
+	files[$w]=$(sort -u <<<"${files[$w]}")
+done
+
+# --- Keep the harness resident: drop_caches cannot drop mlocked pages, so
+# the runs' own tools (bash, chroot, time, cat, sha256sum and their
+# libraries, all on the root disk) never fault between the counters.
+pin_list=()
+for p in /bin/bash /usr/sbin/chroot /usr/bin/time /bin/cat /usr/bin/sha256sum; do
+	pin_list+=("$(readlink -f $p)")
+	while read -r l; do pin_list+=("$(readlink -f "$l")"); done < <(ldd "$p" |
+		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
+done
+mkfifo /run/bench-pinned
+python3 - "${pin_list[@]}" <<'PY' &
+import ctypes, mmap, signal, sys
+libc = ctypes.CDLL("libc.so.6", use_errno=True)
+maps = []
+for path in sorted(set(sys.argv[1:])):
+    with open(path, "rb") as f:
+        maps.append(mmap.mmap(f.fileno(), 0, prot=mmap.PROT_READ))
+if libc.mlockall(1) != 0:  # MCL_CURRENT: every page of every mapping, resident
+    sys.exit("mlockall failed, errno %d" % ctypes.get_errno())
+open("/run/bench-pinned", "w").write("%d files\n" % len(maps))
+signal.pause()
+PY
+pin_pid=$!
+read -r pinned </run/bench-pinned || die "the harness could not be pinned"
+
+# --- Condition switches.
+vm() { echo "$2" >/proc/sys/vm/"$1"; }
+set_condition() {
+	local en=0 early=0 slurp=0 mmap=1 fa=$fault_around0 ra=$ra0
+	case $1 in
+	off | user | preload | warm) ;;
+	nora) fa=4096 ra=0 ;;
+	slurp) slurp=1 ;;
+	early) en=1 early=1 mmap=0 ;;
+	exec) en=1 mmap=0 ;;
+	full | learned) en=1 ;;
+	*) die "unknown condition $1" ;;
+	esac
+	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
+	vm mmap_slurp_all $slurp
+	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
+}
+restore() {
+	set_condition off
+	vm pbitmap_learn 0
+	kill "$pin_pid" 2>/dev/null || true
+}
+trap restore EXIT
+set_condition off
+
+# --- Ground truth: the pages each workload faults with nothing around them,
+# measured on the unstamped disk; the union over workloads is what the set's
+# files are stamped with (a file several workloads use: libc, ld.so, ...).
+cd /var/tmp && rm -rf bench && mkdir bench && cd bench
+drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+for w in "${workloads[@]}"; do
+	gt=()
+	while read -r f; do gt+=(-f "$A$f"); done <<<"${files[$w]}"
+	log "ground truth of $w"
+	# shellcheck disable=SC2086
+	python3 "$JOB/ground_truth.py" --require-cold --require-fault-around -o "$w.truth" \
+		"${gt[@]}" -- chroot $A ${cmd[$w]} >"$w.gt.out" 2>&1 </dev/null ||
+		die "ground truth of $w: $(tail -n 5 "$w.gt.out")"
+done
+# truth.json: the union, with chroot paths; W.paths: the stamped files of W
+# (those it faulted), chroot paths.
+python3 - $A truth.json "${workloads[@]}" <<'PY'
+import json, sys
+root, out, names = sys.argv[1], sys.argv[2], sys.argv[3:]
+merged, files = None, {}
+for name in names:
+    t = json.load(open(name + ".truth"))
+    if t["exit_status"]:
+        sys.exit("%s exited %d in its ground-truth run" % (name, t["exit_status"]))
+    if merged is None:
+        merged = dict(t, command=[], files=[])
+    merged["command"].append(t["command"])
+    used = []
+    for f in t["files"]:
+        path = f["path"][len(root):]
+        m = files.setdefault(path, dict(path=path, size=f["size"], cached_before=0, pages=set()))
+        for first, last in f["pages"]:
+            m["pages"].update(range(first, last + 1))
+        if f["count"]:
+            used.append(path)
+    open(name + ".paths", "w").write("".join(p + "\n" for p in used))
+for m in files.values():
+    ranges = []
+    for p in sorted(m["pages"]):
+        if ranges and ranges[-1][1] == p - 1:
+            ranges[-1][1] = p
+        else:
+            ranges.append([p, p])
+    merged["files"].append(dict(m, count=len(m["pages"]), pages=ranges))
+json.dump(merged, open(out, "w"))
+PY
+mapfile -t stamped < <(cat "${workloads[@]/%/.paths}" | sort -u)
+((${#stamped[@]})) || die "no workload faulted a page of its files"
+
+# Each workload's reference output (warm, stamped nothing yet).
+run_output() {	# W ROOT: runs W in ROOT, its output to W.out (stdout, stderr, gcc's .s)
+	# shellcheck disable=SC2086
+	chroot "$2" ${cmd[$1]} >"$1.out" 2>&1 </dev/null || echo "exit $?" >>"$1.out"
+	[ "$1" != gcc ] || cat "$2/tmp/out.s" >>"$1.out"
+}
+declare -A ref=()
+for w in "${workloads[@]}"; do
+	run_output "$w" $A
+	ref[$w]=$(sha256sum <"$w.out")
+	cp "$w.out" "$OUT/$w.reference-output"
+done
+
+# --- The learned tree B: the same system as hard links (nothing copied but
+# the data files, whose record is an attribute of the inode), its own
+# inodes for every file of the set once stamped (add --break-links).
+B=$A/learned
+if has_condition learned; then
+	log "learned tree"
+	mkdir -p $B
+	for d in usr etc var root; do cp -al $A/$d $B/; done
+	for l in bin sbin lib lib32 lib64 libx32; do [ -L $A/$l ] && cp -P $A/$l $B/; done
+	mkdir -p $B/proc $B/sys $B/dev $B/tmp
+	chroot_mounts $B
+	for f in "${stamped[@]}"; do
+		if ! head -c 4 "$A$f" | grep -q ELF; then
+			cp -p "$A$f" "$B$f.copy" && mv "$B$f.copy" "$B$f"
+		fi
+	done
+fi
+
+# --- Stamp A with the ground truth.
+log "stamping ${#stamped[@]} files"
+pbitmap add -q --break-links "${stamped[@]/#/$A}" || die "pbitmap add in $A failed"
+python3 - $A truth.json truth-A.json <<'PY'
+import json, sys
+t = json.load(open(sys.argv[2]))
+for f in t["files"]:
+    f["path"] = sys.argv[1] + f["path"]
+json.dump(t, open(sys.argv[3], "w"))
+PY
+python3 "$JOB/stamp-truth.py" truth-A.json "${stamped[@]/#/$A}" >stamped.txt ||
+	die "stamp-truth.py failed: $(tail -n 3 stamped.txt)"
+
+# --- B learns: empty bitmaps, LEARN_RUNS cold runs of every workload with
+# the kernel learning (files owned by root, runs by root: vm.pbitmap_learn=1),
+# each run's set written at once (flush); learning off for the measurements.
+if has_condition learned; then
+	pbitmap add -q --break-links "${stamped[@]/#/$B}" || die "pbitmap add in $B failed"
+	vm pbitmap_learn_window_ms 300000
+	vm pbitmap_learn_interval_s 0
+	vm pbitmap_learn_data_interval_s 0
+	set_condition full
+	vm pbitmap_learn 1
+	for ((i = 1; i <= LEARN_RUNS; i++)); do
+		for w in "${workloads[@]}"; do
+			log "learning run $i of $LEARN_RUNS: $w"
+			drop
+			# shellcheck disable=SC2086
+			chroot $B ${cmd[$w]} >/dev/null 2>&1 </dev/null || true
+			vm pbitmap_learn_flush 1
+		done
+	done
+	vm pbitmap_learn 0
+	set_condition off
+	python3 - $B truth.json truth-B.json <<'PY'
+import json, sys
+t = json.load(open(sys.argv[2]))
+t["files"] = [dict(f, path=sys.argv[1] + f["path"]) for f in t["files"] if f["count"]]
+json.dump(t, open(sys.argv[3], "w"))
+PY
+	python3 "$JOB/jaccard.py" truth-B.json >learned.txt 2>&1 ||
+		die "the learned tree has a file without a bitmap: $(tail -n 3 learned.txt)"
+fi
+
+# --- The request floor of every workload, in each tree.
+floor_of() {	# W ROOT: sets FLOOR
+	python3 - "$1" $A <<'PY' >"$1.floor-truth.json"
+import json, sys
+w, root = sys.argv[1], sys.argv[2]
+t = json.load(open(w + ".truth"))  # this workload's own pages, chroot paths
+t["files"] = [dict(f, path=f["path"][len(root):]) for f in t["files"] if f["count"]]
+json.dump(t, sys.stdout)
+PY
+	FLOOR=$(python3 "$JOB/floor.py" --prefix "$2" --device $DEV "$1.floor-truth.json") ||
+		die "floor.py failed for $1"
+}
+declare -A floor=()
+for w in "${workloads[@]}"; do
+	floor_of "$w" $A; floor[$w,A]=$FLOOR
+	if has_condition learned; then floor_of "$w" $B; floor[$w,B]=$FLOOR; fi
+done
+
+{
+	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0"
+	echo "kernel: $(uname -r); harness pinned: $pinned"
+	for w in "${workloads[@]}"; do
+		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests"
+	done
+	echo "ground truth, stamped (path, pages faulted, granules marked):"
+	sed 's/^/  /' stamped.txt
+	if has_condition learned; then
+		echo "learned over $LEARN_RUNS runs each, against the ground truth (granules):"
+		sed 's/^/  /' learned.txt
+	fi
+} >"$OUT/setup.txt"
+cp truth.json "$OUT/truth.json"
+
+# --- The runs.  Between dropping the caches and reading the counters only
+# shell builtins and the pinned harness run.
+vmstat_get() {	# NAME: sets VAL
+	local k v
+	VAL=0
+	while read -r k v; do [ "$k" = "$1" ] && { VAL=$v; return; }; done </proc/vmstat
+}
+cached_kb() {
+	local k v
+	while read -r k v _; do [ "$k" = Cached: ] && { KB=$v; return; }; done </proc/meminfo
+}
+drain() {	# reads still in flight belong to the run that started them
+	local r w t0=${EPOCHREALTIME/./}
+	while read -r r w </sys/block/$DEV/inflight && ((r + w > 0)); do
+		((${EPOCHREALTIME/./} - t0 < 5000000)) || return 0
+	done
+}
+preload_list() {	# W: the files W maps, in the tree A
+	local f
+	PRELOAD=()
+	while read -r f; do PRELOAD+=("$A$f"); done <<<"${files[$1]}"
+}
+one_run() {	# W C K
+	local w=$1 c=$2 root=$A tree=A r0 s0 r1 s1 c0 c1 p0 p1 maj wall status line last='' ok
+	local -a run
+	[ "$c" = learned ] && root=$B tree=B
+	# shellcheck disable=SC2206
+	run=(chroot $root ${cmd[$w]})
+	# shellcheck disable=SC2206
+	[ "$c" = user ] && run=(chroot "$root" /usr/local/bin/pbitmap-run -q -- ${cmd[$w]})
+	set_condition off
+	drain
+	if [ "$c" = warm ]; then
+		"${run[@]}" >/dev/null 2>&1 </dev/null || true
+	else
+		drop
+	fi
+	set_condition "$c"
+	cached_kb; c0=$KB
+	vmstat_get pbitmap_prefetch; p0=$VAL
+	read -r r0 _ s0 _ </sys/block/$DEV/stat
+	if [ "$c" = preload ]; then
+		preload_list "$w"
+		/usr/bin/time -o time.out -f '%F %e %x' bash -c \
+			'n=$1; shift; run=("${@:1:n}"); shift "$n"; cat -- "$@" >/dev/null && exec "${run[@]}"' \
+			preload ${#run[@]} "${run[@]}" "${PRELOAD[@]}" >"$w.out" 2>&1 </dev/null || true
+	else
+		/usr/bin/time -o time.out -f '%F %e %x' "${run[@]}" >"$w.out" 2>&1 </dev/null || true
+	fi
+	drain
+	read -r r1 _ s1 _ </sys/block/$DEV/stat
+	cached_kb; c1=$KB
+	vmstat_get pbitmap_prefetch; p1=$VAL
+	set_condition off
+	# time writes "Command exited with non-zero status N" first on failure.
+	while read -r line; do last=$line; done <time.out
+	read -r maj wall status <<<"$last"
+	[ "$w" != gcc ] || cat "$root/tmp/out.s" >>"$w.out"
+	ok=false
+	[ "$status" = 0 ] && [ "$(sha256sum <"$w.out")" = "${ref[$w]}" ] && ok=true
+	[ $ok = true ] || cp "$w.out" "$OUT/bad-output.$w.$c.$3"
+	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0))" >>"$OUT/bench.csv"
+}
+echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches" >"$OUT/bench.csv"
+for w in "${workloads[@]}"; do
+	n=$RUNS
+	[ "$w" = gcc ] && n=$GCC_RUNS
+	for c in "${conditions[@]}"; do
+		for ((k = 1; k <= n; k++)); do echo "$w $c $k"; done
+	done
+done | shuf >order
+total=$(wc -l <order) n=0 t_runs=$EPOCHSECONDS
+log "setup done in $((t_runs - t_start)) s; $total runs"
+echo "0 $total 0" >"$OUT/progress"
+vmstat_get pbitmap_rejected; rejected0=$VAL
+while read -r w c k; do
+	one_run "$w" "$c" "$k"
+	n=$((n + 1))
+	echo "$n $total $((EPOCHSECONDS - t_runs))" >"$OUT/progress"
+done <order
+vmstat_get pbitmap_rejected
+echo "records rejected by the kernel during the runs: $((VAL - rejected0))" >>"$OUT/setup.txt"
+echo "runs: $total in $((EPOCHSECONDS - t_runs)) s; set-up $((t_runs - t_start)) s" >>"$OUT/setup.txt"
+
+# --- The warm-exec microbenchmark: what pbitmap costs an exec with
+# everything cached.  A small dynamic program, one copy stamped (two pages
+# marked), one not, exec'd 1000 times per loop, pbitmap off and on,
+# REPEATS loops each in alternating order; microseconds per exec.
+if [ "$EXEC_BENCH" = 1 ]; then
+	log "warm-exec microbenchmark"
+	mkdir -p /var/tmp/exec && cd /var/tmp/exec
+	printf '#include <stdio.h>\nconst char pad[256 << 10] = { 1 };\nint main(void) { puts("warm"); return pad[0] - 1; }\n' >p.c
+	gcc -O2 -o unstamped p.c && cp unstamped stamped
+	pbitmap add -q stamped && pbitmap set -q --pages 0-1 stamped
+	echo "pbitmap,program,repeat,execs,us_per_exec" >"$OUT/exec.csv"
+	loop() {	# program: sets NS for 1000 execs
+		local t0 i
+		t0=${EPOCHREALTIME/./}
+		for ((i = 0; i < 1000; i++)); do "./$1" >/dev/null; done
+		NS=$(((${EPOCHREALTIME/./} - t0) * 1000))
+	}
+	vm pbitmap_enabled 1; ./stamped >/dev/null; ./unstamped >/dev/null
+	for ((k = 1; k <= $EXEC_REPEATS; k++)); do
+		for on in 0 1; do
+			vm pbitmap_enabled $on
+			for p in stamped unstamped; do
+				loop $p
+				echo "$([ $on = 1 ] && echo on || echo off),$p,$k,1000,$((NS / 1000000)).$(printf %03d $((NS / 1000 % 1000)))" >>"$OUT/exec.csv"
+			done
+		done
+	done
+	vm pbitmap_enabled 0
+fi
+log "done in $((EPOCHSECONDS - t_start)) s"

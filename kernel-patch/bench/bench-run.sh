@@ -1,0 +1,136 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# kernel-patch/bench/bench-run.sh: `make bench` on the host.  One guest boot
+# per disk model, each running bench-job.sh on a fresh copy of the guest
+# image attached as /dev/vdb; then the CSV, the tables and the plots.
+#
+#   bench-run.sh OUTDIR SCHED_I PACK_DIR PACKLOOKUP
+#
+# Environment (make bench passes them through):
+#   RUNS        runs per (workload, condition) and disk (10)
+#   GCC_RUNS    runs of the gcc workload, about 30 s each under TCG (3)
+#   LEARN_RUNS  cold runs the kernel learns from before `learned` (3)
+#   WORKLOADS   gcc gdb python3 emacs pack
+#   CONDITIONS  nora off slurp early exec full learned user preload warm
+#   DISK        iops150 latency none: QEMU throttling.iops-total=150; every
+#               read delayed DELAY_MS (4) by nbdkit's delay filter, requests
+#               overlapping; unthrottled
+#   EXEC_BENCH  1: the warm-exec microbenchmark, in the first disk's boot;
+#               EXEC_REPEATS loops of 1000 execs per case (3)
+# KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
+# OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
+# OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/BENCH-table.md
+# and OUTDIR/plots/*.png (report.py, from the CSV alone).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+TOP=$(cd "$HERE/../.." && pwd)
+die() { echo "bench: $*" >&2; exit 1; }
+[ $# = 4 ] || die "usage: bench-run.sh OUTDIR SCHED_I PACK_DIR PACKLOOKUP"
+OUTDIR=$1 SCHED_I=$2 PACK_DIR=$3 PACKLOOKUP=$4
+RUNS=${RUNS:-10} GCC_RUNS=${GCC_RUNS:-3} LEARN_RUNS=${LEARN_RUNS:-3}
+WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
+CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user preload warm}
+DISK=${DISK:-iops150 latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
+IMAGE=${IMAGE:-$TOP/build/guest.img}
+for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
+	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: not a number"
+done
+((RUNS >= 2)) || die "RUNS=$RUNS: the statistics need at least 2 runs"
+for d in $DISK; do
+	case $d in iops150 | latency | none) ;; *) die "DISK: unknown disk model $d (iops150 latency none)" ;; esac
+done
+[[ " $WORKLOADS " != *" pack "* ]] || [ -f "$PACK_DIR/linux.pack" ] || die "no $PACK_DIR/linux.pack"
+mkdir -p "$OUTDIR"
+OUTDIR=$(cd "$OUTDIR" && pwd)
+
+# Runs per boot, for the progress line and the time limit: about 30 s a gcc
+# run, 6 s any other (warm counts twice), plus 10 min of set-up.
+nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
+gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
+per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
+est_s=$((600 + ncond * (RUNS * (nwl - gcc_in) * 6 + GCC_RUNS * gcc_in * 30) + 60 * LEARN_RUNS))
+ndisk=$(wc -w <<<"$DISK")
+echo "bench: $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_s * ndisk / 60)) min estimated"
+
+t0=$EPOCHSECONDS
+first=1
+: >"$OUTDIR/results.csv.new"
+for disk in $DISK; do
+	job=$OUTDIR/job-$disk
+	rm -rf "${job:?}" "${OUTDIR:?}/$disk" && mkdir -p "$job" "$OUTDIR/$disk"
+	cp "$HERE/bench-job.sh" "$job/"
+	cp "$TOP/tests/lib/ground_truth.py" "$TOP/tests/lib/jaccard.py" \
+		"$TOP/kernel-patch/tests/stamp-truth.py" "${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$job/"
+	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
+	if [[ " $WORKLOADS " == *" pack "* ]]; then
+		cp "$PACK_DIR/linux.pack" "$PACK_DIR/linux.idx" "$PACKLOOKUP" "$job/"
+	fi
+	exec_bench=0; [ "$first" = 1 ] && exec_bench=$EXEC_BENCH
+	cat >"$job/bench.conf" <<-EOF
+	DISK=$disk RUNS=$RUNS GCC_RUNS=$GCC_RUNS LEARN_RUNS=$LEARN_RUNS
+	WORKLOADS="$WORKLOADS"
+	CONDITIONS="$CONDITIONS"
+	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3}
+	EOF
+	# A fresh copy of the guest image is the bench disk: the job stamps and
+	# learns in it.  Not a QEMU snapshot: with one, rewritten blocks would be
+	# read from the host's overlay, past the NBD server's delay.
+	disk_img=$OUTDIR/disk.img
+	cp --sparse=always "$IMAGE" "$disk_img"
+	nbd_pid=
+	case $disk in
+	iops150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150" ;;
+	none) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off" ;;
+	latency)
+		command -v nbdkit >/dev/null || die "nbdkit missing (make deps)"
+		sock=$OUTDIR/nbd.sock
+		rm -f "$sock"
+		nbdkit --foreground --unix "$sock" --filter=delay file "$disk_img" \
+			rdelay="${DELAY_MS}ms" &
+		nbd_pid=$!
+		for _ in $(seq 50); do [ -S "$sock" ] && break; sleep 0.1; done
+		[ -S "$sock" ] || die "nbdkit did not start"
+		drive2="file=nbd+unix:///?socket=$sock,format=raw,cache=unsafe,snapshot=off" ;;
+	esac
+	echo "bench: disk $disk: booting (job $job)"
+	(
+		while sleep 60; do
+			read -r k n s 2>/dev/null <"$job/results/progress" || continue
+			((k > 0)) || { echo "bench: disk $disk: set-up done, $n runs to go"; continue; }
+			echo "bench: disk $disk: run $k of $n, $((s / 60)) min $((s % 60)) s;" \
+				"about $((s * (n - k) / k / 60)) min left in this boot;" \
+				"$(((EPOCHSECONDS - t0) / 60)) min since the start"
+		done
+	) &
+	progress_pid=$!
+	rc=0
+	KERNEL=${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage} KBUILD=${KBUILD:-$TOP/build/kbuild} \
+	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_TIMEOUT=$((est_s * 3 + 1800)) \
+	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
+		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
+	kill "$progress_pid" 2>/dev/null || true
+	[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
+	rm -f "$disk_img"
+	tail -n 3 "$OUTDIR/$disk/vm.out"
+	((rc == 0)) || die "disk $disk: the guest job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/results/output" 2>/dev/null)"
+	csv=$OUTDIR/$disk/results/bench.csv
+	[ -f "$csv" ] || die "disk $disk: no bench.csv"
+	if [ "$first" = 1 ]; then cat "$csv"; else tail -n +2 "$csv"; fi >>"$OUTDIR/results.csv.new"
+	[ ! -f "$OUTDIR/$disk/results/exec.csv" ] || cp "$OUTDIR/$disk/results/exec.csv" "$OUTDIR/exec.csv"
+	first=0
+done
+mv "$OUTDIR/results.csv.new" "$OUTDIR/results.csv"
+echo "bench: $(($(wc -l <"$OUTDIR/results.csv") - 1)) runs in $(((EPOCHSECONDS - t0) / 60)) min $(((EPOCHSECONDS - t0) % 60)) s"
+# The report; on the unthrottled disk, `full` must not be slower than `off`
+# beyond noise (report.py --not-slower: exit 3 when it is).
+mkdir -p "$OUTDIR/plots"
+report_args=()
+[ ! -f "$OUTDIR/exec.csv" ] || report_args+=(--exec-csv "$OUTDIR/exec.csv")
+if [[ " $DISK " == *" none "* && " $CONDITIONS " == *" full "* && " $CONDITIONS " == *" off "* ]]; then
+	report_args+=(--not-slower full:none)
+fi
+rc=0
+/usr/bin/python3 "$HERE/report.py" "$OUTDIR/results.csv" -o "$OUTDIR/BENCH-table.md" \
+	--plots "$OUTDIR/plots" "${report_args[@]}" || rc=$?
+echo "bench: tables in $OUTDIR/BENCH-table.md, plots in $OUTDIR/plots/"
+exit $rc
