@@ -43,14 +43,19 @@ done
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 
-# Runs per boot, for the progress line and the time limit: about 30 s a gcc
-# run, 6 s any other (warm counts twice), plus 10 min of set-up.
+# Runs per boot, for the progress line and the time limit.  Measured on the
+# 2-core host (2026-11-23): a gcc run 30-45 s, any other 3-4.5 s (nora's
+# ten-fold reads included; iops150 the slowest disk), 6 min of set-up
+# (stamping, ground truth, learning; gcc's learning runs on top) and 4.5 min
+# for the warm-exec microbenchmark.  The guest's time limit is three times the
+# estimate.
 nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
 gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
 per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
-est_s=$((600 + ncond * (RUNS * (nwl - gcc_in) * 6 + GCC_RUNS * gcc_in * 30) + 60 * LEARN_RUNS))
+est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40)))
 ndisk=$(wc -w <<<"$DISK")
-echo "bench: $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_s * ndisk / 60)) min estimated"
+est_total=$((est_s * ndisk + (EXEC_BENCH ? 270 : 0)))
+echo "bench: $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_total / 60)) min estimated"
 
 t0=$EPOCHSECONDS
 first=1
@@ -105,7 +110,7 @@ for disk in $DISK; do
 	progress_pid=$!
 	rc=0
 	KERNEL=${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage} KBUILD=${KBUILD:-$TOP/build/kbuild} \
-	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_TIMEOUT=$((est_s * 3 + 1800)) \
+	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
 	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
 		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
 	kill "$progress_pid" 2>/dev/null || true
