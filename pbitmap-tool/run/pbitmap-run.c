@@ -19,9 +19,10 @@
 
 static const char usage[] =
 	"Usage: pbitmap-run [-v|-q] [--] CMD [ARG...]\n"
-	"Prefetch the marked pages of CMD, its interpreter and the libraries it\n"
-	"loads (found as ld.so finds them), then execute CMD.  Same as\n"
-	"`pbitmap run`, with a smaller start-up.  See pbitmap(1).\n";
+	"Prefetch the marked pages of CMD, its interpreter, the libraries it\n"
+	"loads (found as ld.so finds them) and the files its arguments name,\n"
+	"then execute CMD.  Same as `pbitmap run`, with a smaller start-up.\n"
+	"See pbitmap(1).\n";
 
 /* --help and -h, as pb_getopt() finds them among run's options. */
 void pb_print_verb_help(const char *name)

@@ -45,7 +45,7 @@ static const struct verb verbs[] = {
 	  "learn the pages CMD uses (by ptrace)" },
 	{ "prefetch", pb_cmd_prefetch, "FILE...", "start reading the marked pages" },
 	{ "run", pb_cmd_run, "-- CMD [ARG...]",
-	  "prefetch CMD and its libraries, then exec it" },
+	  "prefetch CMD, its libraries and file arguments, then exec it" },
 	{ "stamp", pb_cmd_stamp, "[--root DIR] [--dbpath DIR] (--rpm PKG...|--rpm-all)",
 	  "add bitmaps to what rpm packages installed" },
 	{ "rpm-verify", pb_cmd_rpm_verify, "[--root DIR] [--dbpath DIR] (PKG...|-a)",

@@ -1137,10 +1137,32 @@ static char *script_interpreter(const char *path)
 	return strdup(interp);
 }
 
-static void prefetch_for(const char *cmd)
+/*
+ * Files named by CMD's arguments: a data file a program maps (a database,
+ * a pack index, a dictionary) is most often one it is given, and loading
+ * its libraries is not where such a program's start-up waits.  Only
+ * arguments that name a regular file are opened, and only a file with a
+ * bitmap is read ahead: an argument that is not a path costs one failed
+ * stat(), one that is costs the inode lookup CMD makes anyway.  Objects
+ * already prefetched (an executable given as an argument) are not read
+ * twice.
+ */
+static void prefetch_arguments(struct loadset *ls, char *const *args)
+{
+	for (; *args; args++) {
+		struct stat st;
+
+		if (**args == '-' || stat(*args, &st) || !S_ISREG(st.st_mode) ||
+		    find_loaded(ls, st.st_dev, st.st_ino) >= 0)
+			continue;
+		prefetch_object(ls, *args, 0);
+	}
+}
+
+static void prefetch_for(char *const *cmd)
 {
 	struct loadset ls = { 0 };
-	char *exe = find_command(cmd), *interp;
+	char *exe = find_command(cmd[0]), *interp;
 
 	if (!exe)
 		return;		/* execvp() reports it */
@@ -1149,8 +1171,9 @@ static void prefetch_for(const char *cmd)
 	if (interp)	/* a data file may carry a bitmap in its xattr */
 		prefetch_object(&ls, exe, 0);
 	prefetch_closure(&ls, interp ? interp : exe);
+	prefetch_arguments(&ls, cmd + 1);
 	if (pb_verbose)
-		pb_note(cmd, "%zu files to load, %" PRIu64 " with a bitmap; %" PRIu64
+		pb_note(cmd[0], "%zu files to load, %" PRIu64 " with a bitmap; %" PRIu64
 			" extents, %" PRIu64 " bytes requested in all",
 			ls.nr, ls.files, ls.extents, ls.bytes);
 	loadset_free(&ls);
@@ -1167,7 +1190,7 @@ int pb_cmd_run(int argc, char **argv)
 		return ret;
 	if (!cmd[0])
 		return pb_usage_error("run: no CMD given");
-	prefetch_for(cmd[0]);
+	prefetch_for(cmd);
 	fflush(NULL);
 	execvp(cmd[0], cmd);
 	ret = errno == ENOENT ? 127 : 126;	/* as a shell does */

@@ -26,6 +26,8 @@
 #     glibc-hwcaps/x86-64-v2/ copy: run -v reports the same files as ld.so
 #     (`ldd`, `ld.so --list` in the chroot).
 #   - run's exit status is CMD's; 127 for a command that does not exist.
+#   - run and pbitmap-run prefetch a stamped data file that CMD's arguments
+#     name (only its marked pages), pass over a plain file and options.
 #   - The launcher, pbitmap-run (statically linked), makes no more read
 #     requests than a direct start of a program with six libraries, all
 #     stamped and learned, from a cold cache (medians of 7 interleaved runs
@@ -328,6 +330,30 @@ expect_status 127 "$PBITMAP" run -- no-such-command-pbitmap
 grep -q "no-such-command-pbitmap" "$ERR" || fail "run does not name the missing command"
 expect_status 2 "$PBITMAP" run
 pass "run: CMD's exit status; 127 when CMD does not exist; usage 2"
+
+# ---- run: the files CMD's arguments name ------------------------------------------------
+
+# A 4 MiB data file with pages 10-20 and 700-719 marked: after `run -- true
+# FILE` (true reads nothing), those pages are resident and pages 300-399
+# are not (not a whole-file read); a plain file and an option are passed
+# over.
+head -c $((4 << 20)) /dev/urandom >argdata || fail "cannot write argdata"
+cp argdata argplain || fail "cp"
+"$PBITMAP" add -q argdata || fail "pbitmap add argdata"
+"$PBITMAP" set -q --pages 10-20,700-719 argdata || fail "pbitmap set argdata"
+for launcher in "$PBITMAP run" "$TOP/build/pbitmap-run"; do
+	evict argdata argplain
+	# shellcheck disable=SC2086
+	expect_status 0 $launcher -v -- /bin/true --quiet argplain argdata
+	grep -q "argdata: 2 extents, $(((11 + 20) * 4096)) bytes" "$ERR" ||
+		fail "$launcher -v: argdata not prefetched as 2 extents: $(cat "$ERR")"
+	grep -q "argplain: no bitmap" "$ERR" || fail "$launcher -v: argplain not passed over: $(cat "$ERR")"
+	grep -q -- "--quiet" "$ERR" && fail "$launcher -v: an option was taken for a file: $(cat "$ERR")"
+	wait_resident argdata
+	read -r res _ < <(python3 cache.py resident argdata 300-399)
+	((res == 0)) || fail "$launcher: $res pages of argdata outside its bitmap became resident"
+done
+pass "run and pbitmap-run prefetch the stamped files CMD's arguments name, only their marked pages"
 
 # ---- the launcher: no more reads than a direct start, cold ----------------------------
 
