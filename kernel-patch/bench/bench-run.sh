@@ -100,7 +100,8 @@ for disk in $DISK; do
 	echo "bench: disk $disk: booting (job $job)"
 	(
 		while sleep 60; do
-			read -r k n s 2>/dev/null <"$job/results/progress" || continue
+			# The guest writes it in the job directory, shared over 9p.
+			read -r k n s 2>/dev/null <"$OUTDIR/vm-job/results/progress" || continue
 			((k > 0)) || { echo "bench: disk $disk: set-up done, $n runs to go"; continue; }
 			echo "bench: disk $disk: run $k of $n, $((s / 60)) min $((s % 60)) s;" \
 				"about $((s * (n - k) / k / 60)) min left in this boot;" \
