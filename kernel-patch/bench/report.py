@@ -465,6 +465,10 @@ class Report:
                     # nora's thousands and warm's zero on one axis: linear
                     # up to 10, logarithmic above.
                     ax.set_yscale("symlog", linthresh=10)
+                else:
+                    # nora's tens of seconds would flatten every other box
+                    # on a linear axis; wall times are never zero.
+                    ax.set_yscale("log")
                 ax.set_title(f"{workload}: {fig_.label} ({disk})")
                 ax.set_ylabel(fig_.label)
                 ax.grid(axis="y", alpha=0.3)
