@@ -114,6 +114,8 @@ VM_TESTS := $(BUILD)/vm-tests
 vm-check: kernel image
 	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
+	mkdir -p $(VM_TESTS)/modules
+	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_TESTS)/modules/
 	$(VM_ENV) $(VM) --tests $(VM_TESTS)
 
 # The benchmark's gcc input: kernel/sched/core.c preprocessed from the
