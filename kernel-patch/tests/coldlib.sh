@@ -13,7 +13,9 @@
 #                           workload), run CMD with stdout to OUT,
 #                           append one line to $COLD_RESULTS: LABEL, major
 #                           faults, read requests, bytes read, page-cache
-#                           growth in KiB, wall seconds
+#                           growth in KiB, wall seconds; with $COLD_EVICT
+#                           set, that command (a function, word-split) is
+#                           run instead of dropping the page cache
 #   cold_summary PROBLEMS   cold_medians, then fail on missing features or PROBLEMS
 #   cold_medians            print the table of medians per label and define
 #                           med_LABEL_FIELD shell variables (fields: majflt
@@ -133,7 +135,12 @@ cold_run() {
 	local label=$1 out=$2 r0 s0 r1 s1 c0 c1 maj wall rc=0
 	shift 2
 	sync
-	echo 3 >/proc/sys/vm/drop_caches
+	if [ -n "${COLD_EVICT:-}" ]; then
+		# shellcheck disable=SC2086  # a command and its arguments
+		$COLD_EVICT || cold_fail "$label: $COLD_EVICT failed"
+	else
+		echo 3 >/proc/sys/vm/drop_caches
+	fi
 	# /usr/bin/time is the measuring tool, not the workload: its own cold
 	# start (time, the system's ld.so and libc) is read before counting, the
 	# same in every condition.

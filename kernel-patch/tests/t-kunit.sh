@@ -28,7 +28,7 @@ fi
 for suite in pbitmap-record pbitmap-extent pbitmap-cache; do
 	grep -qE "^ok [0-9]+ $suite\$" <<<"$tap" || fail "suite $suite did not report ok"
 done
-cases=$(grep -cE '^ +ok [0-9]+ pbitmap_test_' <<<"$tap" || true)
+cases=$(grep -cE '^ *ok [0-9]+ pbitmap_test_' <<<"$tap" || true)
 # 7 record, 5 extent and 7 cache cases (mm/pbitmap/tests/*-kunit.h).
 ((cases >= 19)) || fail "only $cases test cases reported ok, expected 19"
 echo "PASS: $cases KUnit cases in 3 suites"
