@@ -12,7 +12,7 @@
 # (mlock) so that dropping the caches leaves them cached.
 #
 # Conditions (issue 12), all in one shuffled order, page cache dropped before
-# every run but `warm`:
+# every run but `warm` and the two `pressure` ones:
 #   nora     demand paging with nothing around it: fault_around_bytes=4096,
 #            read_ahead_kb=0 (the definition of "pages used")
 #   off      the stock kernel (pbitmap and the baselines off)
@@ -29,6 +29,12 @@
 #   preload  every file the program maps read whole (cat) before it starts,
 #            as vmtouch/ureadahead users do; the reads are counted
 #   warm     everything cached: one uncounted run just before (the floor)
+#   pressure as full, on a full machine: instead of the drop, the workload's
+#            files (tree A) are evicted with POSIX_FADV_DONTNEED and a sparse
+#            file of MemTotal + 25% on the root disk is read whole, so that
+#            the page cache is full of other pages and free memory sits at
+#            the watermarks (fill-evict.c, shared with t-pressure.sh)
+#   pressure-off  the same eviction, pbitmap off: pressure's baseline
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
@@ -36,7 +42,8 @@
 # assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
 # EXEC_BENCH, EXEC_REPEATS.  Results in $RESULTS: bench.csv (one row per run, the columns
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
-# learned, the floors), exec.csv (the warm-exec microbenchmark).
+# learned, the floors), exec.csv (the warm-exec microbenchmark),
+# pressure.txt (the memory before each `pressure` run: fill-evict's line).
 set -euo pipefail
 JOB=$PWD
 OUT=${RESULTS:-$JOB/results}
@@ -46,12 +53,12 @@ die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
 . "$JOB/bench.conf"
 : "${DISK:?}" "${RUNS:?}" "${GCC_RUNS:=$RUNS}" "${LEARN_RUNS:=3}" "${EXEC_BENCH:=0}" "${EXEC_REPEATS:=3}"
 : "${WORKLOADS:=gcc gdb python3 emacs pack}"
-: "${CONDITIONS:=nora off slurp early exec full learned user preload warm}"
+: "${CONDITIONS:=nora off slurp early exec full learned user preload warm pressure-off pressure}"
 read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
-for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run; do
+for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
 done
 for s in pbitmap_enabled pbitmap_mmap pbitmap_early_fault mmap_slurp_all pbitmap_learn; do
@@ -171,12 +178,12 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | preload | warm) ;;
+	off | user | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
 	exec) en=1 mmap=0 ;;
-	full | learned) en=1 ;;
+	full | learned | pressure) en=1 ;;
 	*) die "unknown condition $1" ;;
 	esac
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
@@ -196,6 +203,14 @@ set_condition off
 # files are stamped with (a file several workloads use: libc, ld.so, ...).
 cd /var/tmp && rm -rf bench && mkdir bench && cd bench
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+# The pressure conditions' fill: a sparse file on the root disk (its reads
+# are neither disk reads nor vdb's), MemTotal + 25%.
+FILL=/var/tmp/bench/fill FILL_EVICT=/var/tmp/bench/fill-evict
+if has_condition pressure || has_condition pressure-off; then
+	gcc -std=c11 -O2 -Wall -Wextra -o $FILL_EVICT "$JOB/fill-evict.c" || die "cannot build fill-evict"
+	read -r _ memtotal_kb _ < <(grep '^MemTotal:' /proc/meminfo)
+	truncate -s "$((memtotal_kb * 5 / 4))K" $FILL || die "cannot make the fill file"
+fi
 for w in "${workloads[@]}"; do
 	gt=()
 	while read -r f; do gt+=(-f "$A$f"); done <<<"${files[$w]}"
@@ -371,7 +386,7 @@ preload_list() {	# W: the files W maps, in the tree A
 	while read -r f; do PRELOAD+=("$A$f"); done <<<"${files[$1]}"
 }
 one_run() {	# W C K
-	local w=$1 c=$2 root=$A tree=A r0 s0 r1 s1 c0 c1 p0 p1 maj wall status line last='' ok
+	local w=$1 c=$2 root=$A tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 maj wall status line last='' ok
 	local -a run
 	[ "$c" = learned ] && root=$B tree=B
 	# shellcheck disable=SC2206
@@ -382,12 +397,20 @@ one_run() {	# W C K
 	drain
 	if [ "$c" = warm ]; then
 		"${run[@]}" >/dev/null 2>&1 </dev/null || true
+	elif [ "$c" = pressure ] || [ "$c" = pressure-off ]; then
+		# pbitmap is off here: fill-evict maps the files for mincore.
+		sync
+		preload_list "$w"
+		line=$($FILL_EVICT $FILL "${PRELOAD[@]}") ||
+			die "$w $c $3: fill-evict failed: the files not evicted, or the fill not read"
+		echo "$w $c $3 $line" >>"$OUT/pressure.txt"
 	else
 		drop
 	fi
 	set_condition "$c"
 	cached_kb; c0=$KB
 	vmstat_get pbitmap_prefetch; p0=$VAL
+	vmstat_get pbitmap_pages_submitted; q0=$VAL
 	read -r r0 _ s0 _ </sys/block/$DEV/stat
 	if [ "$c" = preload ]; then
 		preload_list "$w"
@@ -401,6 +424,7 @@ one_run() {	# W C K
 	read -r r1 _ s1 _ </sys/block/$DEV/stat
 	cached_kb; c1=$KB
 	vmstat_get pbitmap_prefetch; p1=$VAL
+	vmstat_get pbitmap_pages_submitted; q1=$VAL
 	set_condition off
 	# time writes "Command exited with non-zero status N" first on failure.
 	while read -r line; do last=$line; done <time.out
@@ -409,9 +433,9 @@ one_run() {	# W C K
 	ok=false
 	[ "$status" = 0 ] && [ "$(sha256sum <"$w.out")" = "${ref[$w]}" ] && ok=true
 	[ $ok = true ] || cp "$w.out" "$OUT/bad-output.$w.$c.$3"
-	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0))" >>"$OUT/bench.csv"
+	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0))" >>"$OUT/bench.csv"
 }
-echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches" >"$OUT/bench.csv"
+echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches,pages_submitted" >"$OUT/bench.csv"
 for w in "${workloads[@]}"; do
 	n=$RUNS
 	[ "$w" = gcc ] && n=$GCC_RUNS

@@ -12,6 +12,7 @@
 #   LEARN_RUNS  cold runs the kernel learns from before `learned` (3)
 #   WORKLOADS   gcc gdb python3 emacs pack
 #   CONDITIONS  nora off slurp early exec full learned user preload warm
+#               pressure-off pressure
 #   DISK        iops150 latency none: QEMU throttling.iops-total=150; every
 #               read delayed DELAY_MS (4) by nbdkit's delay filter, requests
 #               overlapping; unthrottled
@@ -29,7 +30,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 OUTDIR=$1 SCHED_I=$2 PACK_DIR=$3 PACKLOOKUP=$4
 RUNS=${RUNS:-10} GCC_RUNS=${GCC_RUNS:-3} LEARN_RUNS=${LEARN_RUNS:-3}
 WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
-CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user preload warm}
+CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user preload warm pressure-off pressure}
 DISK=${DISK:-iops150 latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
@@ -47,12 +48,16 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 # 2-core host (2026-11-23): a gcc run 30-45 s, any other 3-4.5 s (nora's
 # ten-fold reads included; iops150 the slowest disk), 6 min of set-up
 # (stamping, ground truth, learning; gcc's learning runs on top) and 4.5 min
-# for the warm-exec microbenchmark.  The guest's time limit is three times the
-# estimate.
+# for the warm-exec microbenchmark; the fill before a `pressure` or
+# `pressure-off` run 2.5-7 s (t-pressure, 2026-11-25).  The guest's time
+# limit is three times the estimate.
 nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
 gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
+npress=0
+for c in $CONDITIONS; do case $c in pressure | pressure-off) npress=$((npress + 1)) ;; esac; done
 per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
-est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40)))
+est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40) +
+	npress * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in) * 5))
 ndisk=$(wc -w <<<"$DISK")
 est_total=$((est_s * ndisk + (EXEC_BENCH ? 270 : 0)))
 echo "bench: $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_total / 60)) min estimated"
@@ -65,7 +70,8 @@ for disk in $DISK; do
 	rm -rf "${job:?}" "${OUTDIR:?}/$disk" && mkdir -p "$job" "$OUTDIR/$disk"
 	cp "$HERE/bench-job.sh" "$job/"
 	cp "$TOP/tests/lib/ground_truth.py" "$TOP/tests/lib/jaccard.py" \
-		"$TOP/kernel-patch/tests/stamp-truth.py" "${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$job/"
+		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" \
+		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$job/"
 	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
 	if [[ " $WORKLOADS " == *" pack "* ]]; then
 		cp "$PACK_DIR/linux.pack" "$PACK_DIR/linux.idx" "$PACKLOOKUP" "$job/"

@@ -23,7 +23,10 @@ TABLE.md (standard output without -o) holds, per disk model:
     significance at stats.ALPHA, and the Hodges-Lehmann shift with its exact
     95% interval, for read requests and wall time;
 and the 2008 comparison: time and memory change against `off`, laid out as
-in Andi Kleen's 2008 talk, with the talk's figures beside ours.
+in Andi Kleen's 2008 talk, with the talk's figures beside ours; when the CSV
+has `pressure` and `pressure-off`, a table of what pbitmap saves on a full
+machine (pressure / pressure-off) beside what it saves after a drop
+(full / off).
 
 --exec-csv EXEC.csv adds the warm-exec microbenchmark: rows of
   pbitmap (off|on), program (stamped|unstamped), repeat, execs, us_per_exec
@@ -63,7 +66,10 @@ WARM = "warm"
 # Issue 12's conditions, in the order the tables list them; others follow in
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned",
-                   "user", "preload", "warm")
+                   "user", "preload", "warm", "pressure-off", "pressure")
+# A full machine (page cache full of another file, the workload's files
+# evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`.
+PRESSURE = ("pressure", "pressure-off", "full")
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")
 FLOOR = "floor_requests"
@@ -366,6 +372,28 @@ class Report:
                 rows.append(row)
         return md_table(headers, rows)
 
+    def pressure_table(self, disk) -> str:
+        """pressure / pressure-off beside full / off: the prefetch's gain on a
+        full machine and after a drop, ratios of medians."""
+        on, off, dropped = PRESSURE
+        columns = ("read_requests", "major_faults", "wall_s")
+        headers = ["workload"]
+        for column in columns:
+            label = BY_COLUMN[column].label
+            headers += [f"{label} {dropped} / {BASELINE}", f"{label} {on} / {off}"]
+        rows = []
+        for workload in self.workloads:
+            present = self.present(disk, workload)
+            if on not in present or off not in present:
+                continue
+            row = [workload]
+            for column in columns:
+                for a, b in ((dropped, BASELINE), (on, off)):
+                    sa, sb = (self.summary(disk, workload, c, column) for c in (a, b))
+                    row.append(fmt_ratio(sa.median, sb.median) if sa and sb else "-")
+            rows.append(row)
+        return md_table(headers, rows) if rows else ""
+
     def not_slower(self, cond, disk) -> list:
         """(workload, passed, text) for every workload run under `cond` and
         `off` on `disk`: is `cond`'s wall time longer than off's beyond noise?"""
@@ -419,6 +447,16 @@ class Report:
         for disk in self.disks:
             w(f"\n{disk}:\n\n")
             w(self.talk_2008_table(disk) + "\n")
+        pressure = [(disk, self.pressure_table(disk)) for disk in self.disks]
+        if any(table for _, table in pressure):
+            w("\n### A full machine: `pressure` against `pressure-off`\n\n"
+              "The page cache full of another file's pages and the workload's files "
+              "evicted with `POSIX_FADV_DONTNEED` instead of dropped: ratios of medians, "
+              "pbitmap on / off there, beside the same after `drop_caches` "
+              "(`full` / `off`).\n")
+            for disk, table in pressure:
+                if table:
+                    w(f"\n{disk}, full machine:\n\n{table}\n")
         if not_slower:
             cond, disk = not_slower
             w(f"\n### The test: `{cond}` is not slower than `{BASELINE}` on disk {disk}\n\n")

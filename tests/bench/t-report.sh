@@ -177,3 +177,24 @@ grep -qx "report: bad-number.csv: line 3: read_requests is not a number: 'x10'" 
 	fail "message: $(cat err)"
 [[ -z $(find . -name '.report.*') ]] || fail "temporary files left behind"
 echo "ok: bad input refused"
+
+# A full machine: with `pressure` and `pressure-off` in the CSV, their ratio
+# beside full / off (SYNTHETIC figures; medians 100/60, 200/100, 90/80).
+"$PYTHON" - <<'EOF2' || fail "cannot write the pressure CSV"
+import csv
+with open("pressure.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "output_ok"])
+    for cond, reqs, wall in (("off", 100, 1.0), ("full", 60, 0.5), ("pressure-off", 90, 1.2),
+                             ("pressure", 80, 1.0)):
+        for run, d in enumerate((-1, 0, 1), start=1):
+            w.writerow(["gdb", cond, run, "iops150", reqs + d, 2**20, reqs // 2, 1024, wall, 1])
+EOF2
+"$PYTHON" "$REPORT" pressure.csv -o pressure.md 2>err || fail "report.py on pressure.csv: $(cat err)"
+grep -q '^### A full machine: .pressure. against .pressure-off.' pressure.md ||
+	fail "no full-machine section: $(cat pressure.md)"
+grep -qE '^\| gdb +\| +0\.60x \| +0\.89x \| +0\.60x \| +0\.89x \| +0\.50x \| +0\.83x \|$' pressure.md ||
+	fail "full-machine ratios: $(grep -A4 'iops150, full machine' pressure.md)"
+"$PYTHON" "$REPORT" synthetic.csv | grep -q 'full machine' && fail "a full-machine section without pressure runs"
+echo "ok: full-machine table"
