@@ -28,6 +28,12 @@
 #                           no new kernel feature are printed
 #   cold_private_copy DIR PROGRAM
 #                           PROGRAM and its libraries copied into DIR
+#   cold_prepare NAME PROGRAM [DATA_FILE]
+#                           the private copy in $W/NAME (and DATA_FILE),
+#                           stamped; the copies listed in NAME.files
+#   cold_learn NAME CMD...  ground truth of one cold run of CMD over the
+#                           copies; each copy it touched marked with exactly
+#                           the pages it faulted (NAME.truth, NAME.want)
 #   vmstat_counter NAME     a /proc/vmstat counter (empty if the kernel has none)
 #   cold_begin NAME         work in a fresh /var/tmp/NAME ($W); fail MSG
 
@@ -224,4 +230,39 @@ cold_private_copy() {
 		awk -v d="$dir/" '$2 == "=>" && index($3, d) != 1 { print $1 }')
 	[ -z "$stray" ] || cold_fail "libraries of the copy of $2 not taken from $dir: $stray"
 	((${#COLD_COPIED[@]} > 1)) || cold_fail "$2 has no shared libraries to copy"
+}
+
+# cold_prepare NAME PROGRAM [DATA_FILE]: the private copy in $W/NAME, stamped.
+cold_prepare() {
+	local name=$1 prog=$2 f
+	cold_private_copy "$W/$name" "$prog"
+	[ $# -lt 3 ] || { cp "$3" "$W/$name/"; COLD_COPIED+=("$W/$name/${3##*/}"); }
+	pbitmap add -q "${COLD_COPIED[@]}" || fail "cannot stamp the copies of $prog"
+	for f in "${COLD_COPIED[@]}"; do
+		getfattr --only-values -n user.pbitmap "$f" >/dev/null 2>&1 ||
+			fail "$f: no user.pbitmap attribute after pbitmap add (marker or record)"
+	done
+	printf '%s\n' "${COLD_COPIED[@]}" >"$name.files"
+}
+
+# cold_learn NAME CMD...: ground truth of one cold run of CMD (pbitmap off)
+# over the copies; mark exactly the pages it faulted in each copy it touched.
+cold_learn() {
+	local name=$1 gt=() f touched=() files
+	shift
+	mapfile -t files <"$name.files"
+	for f in "${files[@]}"; do gt+=(-f "$f"); done
+	echo 0 >/proc/sys/vm/pbitmap_enabled
+	python3 "$HERE/ground_truth.py" --require-cold -o "$name.truth" "${gt[@]}" -- "$@" \
+		>"$name.want" || fail "ground truth of $name"
+	mapfile -t touched < <(python3 -c '
+import json, sys
+for f in json.load(open(sys.argv[1]))["files"]:
+    if f["count"]:
+        print(f["path"])' "$name.truth")
+	python3 "$HERE/stamp-truth.py" "$name.truth" "${touched[@]}" >"$name.stamped" ||
+		fail "cannot mark the pages of $name"
+	echo "$name: ${#touched[@]} of ${#files[@]} copies faulted, $(python3 -c '
+import json, sys
+print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$name.truth") pages marked"
 }

@@ -27,46 +27,11 @@ cold_need_ground_truth
 cold_need_sysctls pbitmap_enabled pbitmap_mmap
 cold_need_counters pbitmap_prefetch pbitmap_rejected
 
-# prepare NAME PROGRAM [DATA_FILE]: the private copy in $W/NAME, stamped.
-prepare() {
-	local name=$1 prog=$2 f
-	cold_private_copy "$W/$name" "$prog"
-	[ $# -lt 3 ] || { cp "$3" "$W/$name/"; COLD_COPIED+=("$W/$name/${3##*/}"); }
-	pbitmap add -q "${COLD_COPIED[@]}" || fail "cannot stamp the copies of $prog"
-	for f in "${COLD_COPIED[@]}"; do
-		getfattr --only-values -n user.pbitmap "$f" >/dev/null 2>&1 ||
-			fail "$f: no user.pbitmap attribute after pbitmap add (marker or record)"
-	done
-	printf '%s\n' "${COLD_COPIED[@]}" >"$name.files"
-}
-
-# learn NAME CMD...: ground truth of one cold run of CMD (pbitmap off) over
-# the copies; mark exactly the pages it faulted in each copy it touched.
-learn() {
-	local name=$1 gt=() f touched=()
-	shift
-	mapfile -t files <"$name.files"
-	for f in "${files[@]}"; do gt+=(-f "$f"); done
-	echo 0 >/proc/sys/vm/pbitmap_enabled
-	python3 "$HERE/ground_truth.py" --require-cold -o "$name.truth" "${gt[@]}" -- "$@" \
-		>"$name.want" || fail "ground truth of $name"
-	mapfile -t touched < <(python3 -c '
-import json, sys
-for f in json.load(open(sys.argv[1]))["files"]:
-    if f["count"]:
-        print(f["path"])' "$name.truth")
-	python3 "$HERE/stamp-truth.py" "$name.truth" "${touched[@]}" >"$name.stamped" ||
-		fail "cannot mark the pages of $name"
-	echo "$name: ${#touched[@]} of ${#files[@]} copies faulted, $(python3 -c '
-import json, sys
-print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$name.truth") pages"
-}
-
 pdmp=$(find /usr/lib/emacs /usr/libexec/emacs -name '*.pdmp' 2>/dev/null | head -n 1)
 [ -n "$pdmp" ] || fail "no emacs dump file (*.pdmp) under /usr/lib/emacs or /usr/libexec/emacs"
 
-prepare gdb gdb
-prepare emacs emacs "$pdmp"
+cold_prepare gdb gdb
+cold_prepare emacs emacs "$pdmp"
 emacs_exe=$(head -n 1 emacs.files)
 # The dump loads its natively compiled preloaded code from
 # ../native-lisp/VERSION/preloaded/*.eln, relative to the executable's
@@ -89,8 +54,8 @@ EMACS=(env LD_LIBRARY_PATH="$W/emacs" "$emacs_exe" --dump-file="$W/emacs/${pdmp#
        -batch --eval '(princ (format "x %s\n" emacs-version))')
 "${GDB[@]}" >/dev/null || fail "the copy of gdb does not run"
 "${EMACS[@]}" >/dev/null || fail "the copy of emacs does not run with its copied dump file"
-learn gdb "${GDB[@]}"
-learn emacs "${EMACS[@]}"
+cold_learn gdb "${GDB[@]}"
+cold_learn emacs "${EMACS[@]}"
 sync
 
 : >"$COLD_RESULTS"

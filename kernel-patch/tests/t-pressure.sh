@@ -61,43 +61,8 @@ truncate -s "$((memtotal_kb * 5 / 4))K" fill || fail "cannot make the sparse fil
 [ "$(stat -c %b fill)" = 0 ] || fail "the fill file is not sparse ($(stat -c %b fill) blocks)"
 echo "fill: $((memtotal_kb * 5 / 4 / 1024)) MiB sparse file on $fs, MemTotal $((memtotal_kb / 1024)) MiB"
 
-# prepare NAME PROGRAM: the private copy in $W/NAME, stamped (as t-libs.sh).
-prepare() {
-	local name=$1 prog=$2 f
-	cold_private_copy "$W/$name" "$prog"
-	pbitmap add -q "${COLD_COPIED[@]}" || fail "cannot stamp the copies of $prog"
-	for f in "${COLD_COPIED[@]}"; do
-		getfattr --only-values -n user.pbitmap "$f" >/dev/null 2>&1 ||
-			fail "$f: no user.pbitmap attribute after pbitmap add (marker or record)"
-	done
-	printf '%s\n' "${COLD_COPIED[@]}" >"$name.files"
-}
-
-# learn NAME CMD...: ground truth of one cold run of CMD (pbitmap off) over
-# the copies; mark exactly the pages it faulted in each copy it touched
-# (as t-libs.sh).
-learn() {
-	local name=$1 gt=() f touched=() files
-	shift
-	mapfile -t files <"$name.files"
-	for f in "${files[@]}"; do gt+=(-f "$f"); done
-	echo 0 >/proc/sys/vm/pbitmap_enabled
-	python3 "$HERE/ground_truth.py" --require-cold -o "$name.truth" "${gt[@]}" -- "$@" \
-		>"$name.want" || fail "ground truth of $name"
-	mapfile -t touched < <(python3 -c '
-import json, sys
-for f in json.load(open(sys.argv[1]))["files"]:
-    if f["count"]:
-        print(f["path"])' "$name.truth")
-	python3 "$HERE/stamp-truth.py" "$name.truth" "${touched[@]}" >"$name.stamped" ||
-		fail "cannot mark the pages of $name"
-	echo "$name: ${#touched[@]} of ${#files[@]} copies faulted, $(python3 -c '
-import json, sys
-print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$name.truth") pages marked"
-}
-
-prepare gdb gdb
-prepare python3 python3
+cold_prepare gdb gdb
+cold_prepare python3 python3
 GDB=(env LD_LIBRARY_PATH="$W/gdb" "$W/gdb/gdb" -batch -nx -ex 'print 1')
 PY=(env LD_LIBRARY_PATH="$W/python3" "$(head -n 1 python3.files)" -c 'print("x", 6 * 7)')
 # Twice warm first: whatever a first run writes (bytecode caches) is written now.
@@ -105,8 +70,8 @@ for _ in 1 2; do
 	"${GDB[@]}" >/dev/null || fail "the copy of gdb does not run"
 	"${PY[@]}" >/dev/null || fail "the copy of python3 does not run"
 done
-learn gdb "${GDB[@]}"
-learn python3 "${PY[@]}"
+cold_learn gdb "${GDB[@]}"
+cold_learn python3 "${PY[@]}"
 sync
 
 # pressure_evict NAME: cold_run's eviction in `pressure` (COLD_EVICT): the
