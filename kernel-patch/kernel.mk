@@ -8,6 +8,10 @@
 #   make image                build/guest.img, the Debian bookworm guest (ext4)
 #   make vm-run CMD='...'     boot the guest, run CMD as root, its output and exit status
 #   make vm-check             boot the guest and run kernel-patch/tests/t-*.sh
+#   make vm-debug-check       build the debug kernel (KASAN=1: KASAN, lockdep,
+#                             kmemleak, fault injection, soft-lockup detector)
+#                             and run kernel-patch/tests/debug/t-*.sh and
+#                             $(VM_DEBUG_TESTS) on it; not part of make check
 #
 # Variables: KASAN=1 (use the KASAN kernel), IOPS (disk throttle, default
 # 150), VM_TIMEOUT (seconds, default 1800), VM_MEM (default 2G), VM_SMP
@@ -38,7 +42,7 @@ BZIMAGE    := $(KOUT)/arch/x86/boot/bzImage
 GUEST_IMG  := $(BUILD)/guest.img
 
 .PHONY: kernel kernel-patch-check kernel-distro-check kernel-tree kernel-base-check \
-	image vm-run vm-check
+	image vm-run vm-check vm-debug-check vm-debug-run
 
 # The installed linux-source must be the version the series was made against.
 # Checked on every run: the package can change without any file here changing.
@@ -117,6 +121,25 @@ vm-check: kernel image
 	mkdir -p $(VM_TESTS)/modules
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_TESTS)/modules/
 	$(VM_ENV) $(VM) --tests $(VM_TESTS)
+
+# The debug suite: the tests that need the debug kernel (kernel-patch/tests/
+# debug/), and those of make check whose code paths are worth KASAN,
+# lockdep and the soft-lockup detector (t-record-4m checks the latter only
+# where the kernel has it).  Everything the tests source comes along.
+VM_DEBUG_TESTS := t-kunit t-cache-share t-cache-attacker t-record-4m t-crafted-mmap \
+		  t-memcg-prefetch t-learn-storm
+VM_DEBUG_DIR := $(BUILD)/vm-debug-tests
+vm-debug-check:
+	$(MAKE) KASAN=1 vm-debug-run
+vm-debug-run: kernel image
+	@test "$(KASAN)" = 1 || { echo "vm-debug-run: use make vm-debug-check" >&2; exit 2; }
+	@rm -rf $(VM_DEBUG_DIR) && mkdir -p $(VM_DEBUG_DIR)/modules
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
+		tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_DEBUG_DIR)/
+	cp $(KP_DIR)/tests/debug/t-*.sh $(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_DEBUG_TESTS)) $(VM_DEBUG_DIR)/
+	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_DEBUG_DIR)/modules/
+	VM_TIMEOUT=$${VM_TIMEOUT:-5400} VM_RESULTS=$(BUILD)/vm-debug-results \
+		VM_CONSOLE=$(BUILD)/vm-debug-console.log $(VM_ENV) $(VM) --tests $(VM_DEBUG_DIR)
 
 # The benchmark's gcc input: kernel/sched/core.c preprocessed from the
 # test-bed tree (make bench, kernel-patch/bench/bench.mk).

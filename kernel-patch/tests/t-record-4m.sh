@@ -1,0 +1,80 @@
+#!/bin/bash
+# Guest test: the largest record the kernel reads costs a bounded number of
+# requests and never holds the CPU (issue 22, finding 6).
+#
+# craft-big.py makes a sound stamped library with a 4 MiB record (16 planes
+# over 8 GiB of sparse content, a run every other granule: the longest
+# extent walk a record can ask for).  After drop_caches, a program maps its
+# first page (nothing marked there: no prefetch); the mmap() call parses
+# the record.  The read requests on the root disk during that call must be
+# at most ceil(4 MiB / max_sectors_kb) + 2 (the record read ahead whole,
+# plus the inode's block and one more); the record was read a page at a
+# time before, about 1024 synchronous requests.  The parse must be kept
+# (pbitmap_cache_miss +1, no rejection).  On a kernel with the soft-lockup
+# detector (the debug kernel of make vm-debug-check), kernel.watchdog_thresh
+# is lowered to 1 s, so that a walk which does not yield for 2 s is
+# reported, and dmesg must gain no "soft lockup".
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
+# shellcheck source=kernel-patch/tests/cachelib.sh
+. "$HERE/cachelib.sh"
+cold_begin t-record-4m
+cold_need_sysctls pbitmap_enabled pbitmap_mmap
+cold_need_counters pbitmap_cache_miss pbitmap_rejected
+cold_missing
+thresh=
+if zgrep -q '^CONFIG_SOFTLOCKUP_DETECTOR=y' /proc/config.gz; then
+	thresh=$(cat /proc/sys/kernel/watchdog_thresh) || fail "no kernel.watchdog_thresh"
+	trap 'echo $thresh >/proc/sys/kernel/watchdog_thresh; cold_reset; cd /; rm -rf "$W"' EXIT
+fi
+lockups() { dmesg | grep -c 'soft lockup' || true; }
+# No program runs between the two snapshots: bash builtins only.
+reads() { local r _; read -r r _ </sys/block/vda/stat; echo "$r"; }
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
+cache_build
+printf 'const char pad[256 << 10] = { 1 };\nint big_value(void) { return pad[0]; }\n' >lib.c
+gcc -O2 -shared -fPIC -o lib.so lib.c || fail "cannot build lib.so"
+pbitmap add -q lib.so || fail "cannot stamp lib.so"
+python3 "$HERE/craft-big.py" lib.so big.so || fail "craft-big.py"
+pbitmap verify -q big.so || fail "the tool does not accept the crafted 4 MiB record"
+sync
+max_kb=$(cat /sys/block/vda/queue/max_sectors_kb)
+bound=$(((4096 + max_kb - 1) / max_kb + 2))
+
+cold_cond on
+[ -z "$thresh" ] || echo 1 >/proc/sys/kernel/watchdog_thresh
+l0=$(lockups)
+echo 3 >/proc/sys/vm/drop_caches
+coproc POKE { ./cache-poke wait-map -1 big.so; }
+poke_pid=$POKE_PID	# bash unsets POKE_PID when the coprocess ends
+read -r _ pid <&"${POKE[0]}"
+read -r ready <&"${POKE[0]}"
+[ "$ready" = ready ] || fail "cache-poke did not start: $ready"
+m0=$(vmstat_counter pbitmap_cache_miss)
+j0=$(vmstat_counter pbitmap_rejected)
+r0=$(reads)
+t0=$(now_ms)
+echo go >&"${POKE[1]}"
+read -r done <&"${POKE[0]}"
+t1=$(now_ms)
+r1=$(reads)
+m1=$(vmstat_counter pbitmap_cache_miss)
+j1=$(vmstat_counter pbitmap_rejected)
+wait "$poke_pid" || fail "cache-poke failed"
+[ "$done" = done ] || fail "cache-poke did not map big.so: $done"
+[ -z "$thresh" ] || echo "$thresh" >/proc/sys/kernel/watchdog_thresh
+l1=$(lockups)
+echo "cold mmap of a file with a 4 MiB record: $((r1 - r0)) read requests (bound $bound at max_sectors_kb $max_kb), $((t1 - t0)) ms, miss +$((m1 - m0)), rejected +$((j1 - j0))"
+((m1 - m0 == 1 && j1 - j0 == 0)) || fail "the record was not parsed and kept (miss +$((m1 - m0)), rejected +$((j1 - j0)))"
+((r1 - r0 <= bound)) || fail "$((r1 - r0)) read requests for one 4 MiB record, at most $bound expected"
+if [ -n "$thresh" ]; then
+	((l1 == l0)) || fail "soft lockup during the walk: $(dmesg | grep -A5 'soft lockup' | head -n 20)"
+	echo "soft-lockup detector on (watchdog_thresh 1 s): nothing reported"
+else
+	echo "this kernel has no soft-lockup detector: make vm-debug-check runs this test with one"
+fi
+cold_reset
+echo "PASS: a 4 MiB record read in $((r1 - r0)) requests"
