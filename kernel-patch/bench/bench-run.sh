@@ -15,7 +15,11 @@
 #               pressure-off pressure
 #   DISK        iops150 latency none: QEMU throttling.iops-total=150; every
 #               read delayed DELAY_MS (4) by nbdkit's delay filter, requests
-#               overlapping; unthrottled
+#               overlapping; unthrottled.  Also (not by default) bytes150:
+#               150 operations a second where a request counts one per
+#               started 256 KiB (throttling.iops-size, as EBS counts I/O),
+#               and 32 MiB/s (throttling.bps-total): a disk that charges
+#               bytes as well as requests
 #   EXEC_BENCH  1: the warm-exec microbenchmark, in the first disk's boot;
 #               EXEC_REPEATS loops of 1000 execs per case (3)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
@@ -38,7 +42,9 @@ for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
 done
 ((RUNS >= 2)) || die "RUNS=$RUNS: the statistics need at least 2 runs"
 for d in $DISK; do
-	case $d in iops150 | latency | none) ;; *) die "DISK: unknown disk model $d (iops150 latency none)" ;; esac
+	case $d in iops150 | bytes150 | latency | none) ;;
+	*) die "DISK: unknown disk model $d (iops150 bytes150 latency none)" ;;
+	esac
 done
 [[ " $WORKLOADS " != *" pack "* ]] || [ -f "$PACK_DIR/linux.pack" ] || die "no $PACK_DIR/linux.pack"
 mkdir -p "$OUTDIR"
@@ -91,6 +97,8 @@ for disk in $DISK; do
 	nbd_pid=
 	case $disk in
 	iops150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150" ;;
+	bytes150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
+		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=33554432" ;;
 	none) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off" ;;
 	latency)
 		command -v nbdkit >/dev/null || die "nbdkit missing (make deps)"

@@ -12,6 +12,14 @@
 # with them), and dmesg must gain no WARNING, BUG, KASAN or Oops.  Then,
 # with injection off and the record cache emptied (vm.pbitmap_enabled=0),
 # kmemleak must report no object allocated under a pbitmap function.
+#
+# Lockdep's proving is paused while failures are injected (and KASAN,
+# kmemleak and the console checks stay on): fail_function's kprobe runs in
+# the int3 handler, which lockdep counts as NMI context, and should_fail()
+# draws its random number under crngs.lock there, a report about the
+# injector itself ("inconsistent {INITIAL USE} -> {IN-NMI} usage") after
+# which lockdep turns itself off for the rest of the boot.  A debug kernel
+# with FUNCTION_TRACER would take the kprobe through ftrace instead.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -27,9 +35,12 @@ F=$D/fail_function
 cold_need_sysctls pbitmap_enabled pbitmap_mmap
 cold_need_counters pbitmap_reject_nomem pbitmap_reject_io pbitmap_cache_miss
 cold_missing
+PROVE=/sys/module/lockdep/parameters/prove_locking
+prove=
 injection_off() {
 	echo 0 >$F/probability 2>/dev/null
 	echo >$F/inject 2>/dev/null
+	[ -z "$prove" ] || echo "$prove" >$PROVE
 	return 0
 }
 trap 'injection_off; cold_reset; cd /; rm -rf "$W"' EXIT
@@ -55,9 +66,13 @@ n0=$(vmstat_counter pbitmap_reject_nomem)
 i0=$(vmstat_counter pbitmap_reject_io)
 c0=$(vmstat_counter pbitmap_cache_miss)
 cold_cond on
+if [ -w $PROVE ]; then
+	prove=$(cat $PROVE)
+	echo 0 >$PROVE
+fi
 echo pbitmap_alloc >$F/inject || fail "cannot inject into pbitmap_alloc (not annotated for error injection?)"
 echo pbitmap_read_file >>$F/inject || fail "cannot inject into pbitmap_read_file"
-echo -5 >$F/pbitmap_read_file/retval
+echo "0x$(printf %x -5)" >$F/pbitmap_read_file/retval || fail "cannot set the injected error (-EIO)"
 echo 25 >$F/probability
 echo 1 >$F/interval
 echo -1 >$F/times
