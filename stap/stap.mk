@@ -9,9 +9,10 @@
 #   make stap-demo             cold start off/on: faults table and fault-map PNG
 #
 # Modules are built against the project's kernel build tree with Debian's
-# systemtap 4.8, whose runtime needs one fix for this kernel
-# (stap/runtime-task-work-cancel-func.patch, applied to a copy under
-# build/stap/runtime).  The stap cache lives in build/stap/cache.
+# systemtap 4.8, whose runtime needs fixes for kernels newer than it
+# (stap/runtime-*.patch, applied to a copy under build/stap/runtime; each
+# says which kernel change it follows).  The stap cache lives in
+# build/stap/cache.
 
 DEPS_STAP := systemtap python3-matplotlib
 DEPS_ALL += $(DEPS_STAP)
@@ -26,22 +27,44 @@ STAP_SCRIPTS := faults pbitmap fault-map learn
 stap_mod      = $(STAP_BUILD)/stap_$(subst -,_,$(1)).ko
 STAP_MODS    := $(foreach s,$(STAP_SCRIPTS),$(call stap_mod,$(s)))
 STAP_RUNTIME := $(STAP_BUILD)/runtime
-STAP_RT_FIX  := $(STAP_DIR)/runtime-task-work-cancel-func.patch
+# In this order.  The first needs STAP_DEFS' -DSTP_TASK_WORK_CANCEL_FUNC
+# (6.1.192 has the 6.11 change too); the others are guarded in the C (kernel
+# version, __has_include, macro tests) or equivalent on 6.1.
+STAP_RT_FIXES := $(patsubst %,$(STAP_DIR)/runtime-%.patch,task-work-cancel-func \
+	module-memory kallsyms-on-each-symbol gup-remote-vma for-each-process-thread \
+	autoconf-utrace-folio strlcpy vmalloc-macros linux-unaligned flush-scheduled-work \
+	uprobe-unregister)
 STAP_SYSRT   := /usr/share/systemtap/runtime
 
 # The fix is needed exactly when the kernel has task_work_cancel_func().
 STAP_DEFS = -DMAXMAPENTRIES=16384 \
 	$(if $(shell grep -s -l 'task_work_cancel_func' $(KSRC)/include/linux/task_work.h),-DSTP_TASK_WORK_CANCEL_FUNC)
+# Kbuild options (stap -B).  6.12 compiles modules with -Wextra,
+# -Wmissing-prototypes, -Wmissing-declarations and -Wenum-conversion, which
+# 6.1 did not; the C that 4.8's translator generates and its autoconf tests
+# trip them, and stap adds -Werror: KCFLAGS turns them back off (no-ops on
+# 6.1).  6.12's <linux/args.h> defines COUNT_ARGS(), which 4.8's tracepoint
+# query modules define again differently; a redefinition has no -Wno- switch,
+# so -Werror is dropped for those query modules only (a failed query module
+# makes its tracepoints "no match").  6.12's objtool also warns "data
+# relocation to !ENDBR" for each .eh_frame entry of a function without ENDBR
+# (stap's -fasynchronous-unwind-tables): harmless, and kept on purpose:
+# without those references objtool would seal the ENDBR of functions only
+# called indirectly (init_module, the tracepoint handlers), which a CPU that
+# enforces IBT would then refuse to call.
+STAP_KBUILD = -B 'KCFLAGS=-Wno-extra -Wno-missing-prototypes -Wno-missing-declarations -Wno-enum-conversion -Wno-restrict' \
+	      -B 'ccflags-remove-y=$$(if $$(findstring tracequery,$$(obj)),-Werror)'
 STAP_CMD = SYSTEMTAP_DIR=$(abspath $(STAP_BUILD)/cache) stap -r $(abspath $(KOUT)) \
-	   -R $(abspath $(STAP_RUNTIME)) $(STAP_DEFS)
+	   -R $(abspath $(STAP_RUNTIME)) $(STAP_DEFS) $(STAP_KBUILD)
 
 .PHONY: stap stap-run stap-check stap-demo
 
-# Recopied when the fix or the installed systemtap changes.
-$(STAP_RUNTIME)/.patched: $(STAP_RT_FIX) $(wildcard $(STAP_SYSRT)/stp_task_work.c) | deps
+# Recopied when a fix or the installed systemtap changes.
+$(STAP_RUNTIME)/.patched: $(STAP_RT_FIXES) $(wildcard $(STAP_SYSRT)/stp_task_work.c) | deps
 	@rm -rf $(STAP_RUNTIME) && mkdir -p $(STAP_BUILD)
 	cp -a $(STAP_SYSRT) $(STAP_RUNTIME)
-	patch -s -d $(STAP_RUNTIME) -p1 --no-backup-if-mismatch < $(STAP_RT_FIX)
+	for p in $(STAP_RT_FIXES); do \
+		patch -s -d $(STAP_RUNTIME) -p1 --fuzz=0 --no-backup-if-mismatch < $$p || exit 1; done
 	@touch $@
 
 define stap_rule

@@ -117,7 +117,7 @@ declare -A cmd=(
 )
 declare -A desc=(
 	[gcc]=$gcc_desc [gdb]="gdb -batch" [python3]="python3 -c pass"
-	[emacs]="emacs -batch" [pack]="packlookup: 200 objects of a git pack of Linux 6.1"
+	[emacs]="emacs -batch" [pack]="packlookup: 200 objects of a git pack of the Linux source"
 )
 for w in "${workloads[@]}"; do [ -n "${cmd[$w]:-}" ] || die "unknown workload $w"; done
 

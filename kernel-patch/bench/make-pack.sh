@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # kernel-patch/bench/make-pack.sh OUT_DIR SRC_TREE: the benchmark's data
 # file, a real git pack (OUT_DIR/linux.pack and linux.idx) of SRC_TREE (the
-# test-bed's Linux 6.1 source): one commit with a fixed identity and date,
+# test bed's Linux source, kernel-patch/BASE): one commit with a fixed identity and date,
 # every object in one pack with git's default delta search, one thread (so
 # that the same tree gives the same pack).  Quilt's .pc/ is left out.
 # Written under temporary names and renamed: never half-written.

@@ -46,7 +46,7 @@ tb_scratch() {
 # whose memory.max is LIMIT (bytes, or with K/M/G as the kernel accepts).
 # Exit status: CMD's.  TB_MEMCG names the group's directory meanwhile;
 # after the run, TB_MEMCG_PEAK holds its memory.peak if the kernel has it
-# (6.1 has not: then memory.current at the end), TB_MEMCG_OOM its oom_kill
+# (5.19 and later; else memory.current at the end), TB_MEMCG_OOM its oom_kill
 # count from memory.events.
 tb_in_memcg() {
 	local limit=$1 cg rc=0
@@ -119,7 +119,7 @@ tb_ro_bind() {
 # tb_xfs [SIZE]: make and mount a fresh XFS filesystem (default 512M) on a
 # loop device over a sparse file on the root filesystem; print the mount
 # point.  XFS is the second local filesystem: it caches files in large
-# folios in 6.1, which ext4 does not.
+# folios, which ext4 in 6.12 does not.
 tb_xfs() {
 	local size=${1:-512M} d
 	grep -qw xfs /proc/filesystems || tb_fail "XFS missing (CONFIG_XFS_FS)"

@@ -24,9 +24,12 @@ gcc -std=c11 -D_DEFAULT_SOURCE -O1 -g -Wall -Wextra -Werror -fsanitize=address,u
 # A small real tree: this repository's kernel-patch/ and tests/ (text files
 # of all sizes; similar ones give deltas).
 mkdir src && cp -r "$TOP/kernel-patch" "$TOP/tests" src/ || fail "cannot copy the tree"
-# and a near copy of a large file, which git's delta search stores as a delta
+# and a near copy of a large file, which git's delta search stores as a
+# delta: under the same name in another directory, since git pairs delta
+# candidates by a hash of the name's end (then size), within a window of 10
 big=$(ls -S src/kernel-patch/*.patch | head -n 1)
-sed '100s/^/changed /' "$big" >src/near-copy.patch || fail "cannot make the near copy"
+mkdir src/near-copy && sed '100s/^/changed /' "$big" >"src/near-copy/${big##*/}" ||
+	fail "cannot make the near copy"
 "$BENCH_DIR/make-pack.sh" out src >make.log 2>&1 || fail "make-pack.sh: $(cat make.log)"
 [ -s out/linux.pack ] && [ -s out/linux.idx ] || fail "make-pack.sh left no pack: $(cat make.log)"
 ls out/.make-pack.* >/dev/null 2>&1 && fail "make-pack.sh left its temporary directory"
