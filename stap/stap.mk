@@ -40,7 +40,8 @@ STAP_SYSRT   := /usr/share/systemtap/runtime
 STAP_DEFS = -DMAXMAPENTRIES=16384 \
 	$(if $(shell grep -s -l 'task_work_cancel_func' $(KSRC)/include/linux/task_work.h),-DSTP_TASK_WORK_CANCEL_FUNC)
 # Kbuild options (stap -B).  6.12 compiles modules with -Wextra,
-# -Wmissing-prototypes, -Wmissing-declarations and -Wenum-conversion, which
+# -Wmissing-prototypes, -Wmissing-declarations, -Wenum-conversion and
+# -Wrestrict, which
 # 6.1 did not; the C that 4.8's translator generates and its autoconf tests
 # trip them, and stap adds -Werror: KCFLAGS turns them back off (no-ops on
 # 6.1).  6.12's <linux/args.h> defines COUNT_ARGS(), which 4.8's tracepoint

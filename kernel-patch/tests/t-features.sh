@@ -82,39 +82,21 @@ head -c 8M /usr/lib/x86_64-linux-gnu/libLLVM-14.so.1 > "$xfs/big" 2>/dev/null ||
 	head -c 8M /dev/urandom > "$xfs/big"
 sync
 echo 3 > /proc/sys/vm/drop_caches
-large=$(python3 - "$xfs/big" <<'EOF'
+large=$(python3 - "$xfs/big" "$PWD" <<'EOF'
 # Count the file's cached pages that belong to a compound page (a folio
-# larger than one page): map it, touch every page, look the PFNs up in
-# /proc/self/pagemap and their flags in /proc/kpageflags.
-import mmap, os, struct, sys
-KPF_COMPOUND_HEAD, KPF_COMPOUND_TAIL = 15, 16
+# larger than one page): map it, touch every page, look them up (pageflags.py).
+import mmap, os, sys
+sys.path.insert(0, sys.argv[2])
+from pageflags import PAGE, compound_pages, map_address
 fd = os.open(sys.argv[1], os.O_RDONLY)
 size = os.fstat(fd).st_size
 with open(sys.argv[1], "rb") as f:	# sequential read(): readahead grows the folio order
 	while f.read(1 << 20):
 		pass
 m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-for off in range(0, size, 4096):
+for off in range(0, size, PAGE):
 	m[off]
-# the mapping's address: from /proc/self/maps
-start = None
-for line in open("/proc/self/maps"):
-	if line.rstrip().endswith(sys.argv[1]):
-		start = int(line.split("-")[0], 16)
-		break
-large = 0
-with open("/proc/self/pagemap", "rb") as pm, open("/proc/kpageflags", "rb") as kf:
-	for i in range(size // 4096):
-		pm.seek((start // 4096 + i) * 8)
-		entry = struct.unpack("Q", pm.read(8))[0]
-		if not entry >> 63:
-			continue
-		pfn = entry & ((1 << 55) - 1)
-		kf.seek(pfn * 8)
-		flags = struct.unpack("Q", kf.read(8))[0]
-		if flags & (1 << KPF_COMPOUND_HEAD | 1 << KPF_COMPOUND_TAIL):
-			large += 1
-print(large)
+print(compound_pages(map_address(sys.argv[1]), range(size // PAGE)))
 EOF
 ) || tb_fail "could not read the page flags of an XFS file"
 [ "$large" -gt 0 ] || tb_fail "no page of an 8 MiB file read sequentially on XFS is in a large folio"

@@ -10,9 +10,9 @@
 # pbitmap on (vm.pbitmap_mmap=1) by a probe that waits, by mincore(), until
 # every marked page is resident (the prefetch is asynchronous; 10 s at
 # most), counts the resident pages outside the marked runs, then touches
-# the marked pages and looks up, through /proc/self/pagemap and
-# /proc/kpageflags, how many are in a compound page (a folio larger than one
-# page).  Checks: every marked page was read, at least 3/4 of them are in
+# the marked pages and looks up (pageflags.py: /proc/self/pagemap and
+# /proc/kpageflags) how many are in a compound page (a folio larger than
+# one page).  Checks: every marked page was read, at least 3/4 of them are in
 # large folios (a prefetch through order-0 folios, as force_page_cache_ra()
 # does, puts none there), at most 32 pages outside the runs are resident
 # (a readahead that read its whole window again from where its large-folio
@@ -51,21 +51,17 @@ echo 3 >/proc/sys/vm/drop_caches
 
 cold_cond on
 p0=$(vmstat_counter pbitmap_prefetch)
-out=$(python3 - "$f" "$runs" <<'PY'
-import ctypes, hashlib, mmap, os, struct, sys, time
+out=$(python3 - "$f" "$runs" "$HERE" <<'PY'
+import ctypes, hashlib, mmap, os, sys, time
+sys.path.insert(0, sys.argv[3])
+from pageflags import PAGE, compound_pages, map_address
 path, runs = sys.argv[1], [tuple(map(int, r.split(":"))) for r in sys.argv[2].split()]
-PAGE = 4096
 libc = ctypes.CDLL(None, use_errno=True)
 fd = os.open(path, os.O_RDONLY)
 size = os.fstat(fd).st_size
 npages = size // PAGE
 m = mmap.mmap(fd, size, prot=mmap.PROT_READ)
-addr = None				# the mapping's address, from /proc/self/maps
-for line in open("/proc/self/maps"):
-    if line.rstrip().endswith(path):
-        addr = int(line.split("-")[0], 16)
-if addr is None:
-    sys.exit("the mapping of %s is not in /proc/self/maps" % path)
+addr = map_address(path)
 vec = (ctypes.c_ubyte * npages)()
 libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
 marked = set()
@@ -84,17 +80,7 @@ print("read=%d" % len(marked & resident))
 print("outside=%d" % len(resident - marked))
 for i in sorted(marked):			# touch the marked pages only
     m[i * PAGE]
-large = 0
-with open("/proc/self/pagemap", "rb") as pm, open("/proc/kpageflags", "rb") as kf:
-    for i in sorted(marked):
-        pm.seek((addr // PAGE + i) * 8)
-        entry = struct.unpack("Q", pm.read(8))[0]
-        if not entry >> 63:
-            continue
-        kf.seek((entry & ((1 << 55) - 1)) * 8)
-        if struct.unpack("Q", kf.read(8))[0] & (1 << 15 | 1 << 16):
-            large += 1
-print("large=%d" % large)
+print("large=%d" % compound_pages(addr, sorted(marked)))
 print("sha=%s" % hashlib.sha256(m[:]).hexdigest())
 PY
 ) || fail "the probe failed: $out"
