@@ -1,5 +1,5 @@
 #!/bin/bash
-# Guest test: the KUnit tests of mm/pbitmap/ (patch 0010), built as modules
+# Guest test: the KUnit tests of mm/pbitmap/ (patch 0009), built as modules
 # of the test-bed kernel (kunit.ko, pbitmap_kunit.ko; make vm-check copies
 # them into modules/ beside the tests) and loaded here, in the kernel the
 # other tests run, with vm.pbitmap_enabled=0 (the cache suite uses the live

@@ -53,7 +53,7 @@ for p in stamped unstamped; do
 done
 echo 1 >/proc/sys/vm/pbitmap_enabled
 # Turning pbitmap off emptied the record cache and turning it on cleared
-# the files' flags (patch 0009): warm again before the loops that count.
+# the files' flags (patch 0005): warm again before the loops that count.
 ./stamped >/dev/null; ./unstamped >/dev/null
 sleep 1.1
 for p in stamped unstamped; do

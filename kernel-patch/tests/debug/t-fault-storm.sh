@@ -3,23 +3,27 @@
 # helpers fail at random during a storm of stamped starts (issue 22).
 #
 # fail_function makes pbitmap_alloc() return NULL and pbitmap_read_file()
-# an error, each at 25% of calls (both are marked ALLOW_ERROR_INJECTION).
-# Meanwhile 4 workers each start, 40 times, a program linked against a
-# stamped library and map 20 stamped data files; the inodes are dropped
-# every 5 rounds so that records are parsed again.  Every program must print
-# what it prints with pbitmap off, every mapping must succeed, the
-# injections must have hit (pbitmap_reject_nomem and pbitmap_reject_io grow
-# with them), and dmesg must gain no WARNING, BUG, KASAN or Oops.  Then,
-# with injection off and the record cache emptied (vm.pbitmap_enabled=0),
+# return -EIO (both are marked ALLOW_ERROR_INJECTION).  Which call fails is
+# chosen per process through /proc/thread-self/fail-nth: every start and
+# every mapping process gets a random N in 1..4, and the N-th call of either
+# helper in it fails.  Meanwhile 4 workers each start, 40 times, a program
+# linked against a stamped library and map 20 stamped data files; the
+# inodes are dropped every 5 rounds so that records are parsed again.
+# Every program must print what it prints with pbitmap off, every mapping
+# must succeed, and dmesg must gain no WARNING, BUG, KASAN, Oops or lockdep
+# report.  Then, the record cache emptied, one start with fail-nth 1 (the
+# record's allocation) and one with fail-nth 2 (its read) must each be
+# counted (pbitmap_reject_nomem, pbitmap_reject_io) and still print the
+# right output.  Last, with the cache emptied (vm.pbitmap_enabled=0),
 # kmemleak must report no object allocated under a pbitmap function.
 #
-# Lockdep's proving is paused while failures are injected (and KASAN,
-# kmemleak and the console checks stay on): fail_function's kprobe runs in
-# the int3 handler, which lockdep counts as NMI context, and should_fail()
-# draws its random number under crngs.lock there, a report about the
-# injector itself ("inconsistent {INITIAL USE} -> {IN-NMI} usage") after
-# which lockdep turns itself off for the rest of the boot.  A debug kernel
-# with FUNCTION_TRACER would take the kprobe through ftrace instead.
+# fail-nth rather than fail_function's probability: the kprobe runs in the
+# int3 handler, which lockdep counts as NMI context, and with a probability
+# should_fail() draws a random number under crngs.lock there.  On 6.12
+# lockdep reports that ("inconsistent {INITIAL USE} -> {IN-NMI} usage")
+# even with prove_locking off (verify_lock_unused() does not look at it)
+# and then turns itself off for the rest of the boot.  The fail-nth path
+# takes no lock, so lockdep stays on through the storm.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -35,16 +39,20 @@ F=$D/fail_function
 cold_need_sysctls pbitmap_enabled pbitmap_mmap
 cold_need_counters pbitmap_reject_nomem pbitmap_reject_io pbitmap_cache_miss
 cold_missing
-PROVE=/sys/module/lockdep/parameters/prove_locking
-prove=
+[ -f /proc/thread-self/fail-nth ] || fail "no /proc/thread-self/fail-nth (CONFIG_FAULT_INJECTION)"
 injection_off() {
-	echo 0 >$F/probability 2>/dev/null
 	echo >$F/inject 2>/dev/null
-	[ -z "$prove" ] || echo "$prove" >$PROVE
 	return 0
 }
+# Run "$@" with the N-th call of an injected helper failing in it: fail-nth
+# belongs to the task and survives exec.
+fail_nth() {
+	local n=$1
+	shift
+	(echo "$n" >/proc/thread-self/fail-nth && exec "$@")
+}
 trap 'injection_off; cold_reset; cd /; rm -rf "$W"' EXIT
-problems() { dmesg | grep -cE 'WARNING:|\bBUG\b|KASAN|Oops|cut here|circular locking' || true; }
+problems() { dmesg | grep -cE 'WARNING:|\bBUG\b|KASAN|Oops|cut here|circular locking|lock state|possible recursive' || true; }
 
 cache_build
 printf 'const char pad[256 << 10] = { 1 };\nint storm_value(void) { return 41 + pad[0]; }\n' >lib.c
@@ -66,25 +74,22 @@ n0=$(vmstat_counter pbitmap_reject_nomem)
 i0=$(vmstat_counter pbitmap_reject_io)
 c0=$(vmstat_counter pbitmap_cache_miss)
 cold_cond on
-if [ -w $PROVE ]; then
-	prove=$(cat $PROVE)
-	echo 0 >$PROVE
-fi
 echo pbitmap_alloc >$F/inject || fail "cannot inject into pbitmap_alloc (not annotated for error injection?)"
 echo pbitmap_read_file >>$F/inject || fail "cannot inject into pbitmap_read_file"
 echo "0x$(printf %x -5)" >$F/pbitmap_read_file/retval || fail "cannot set the injected error (-EIO)"
-echo 25 >$F/probability
-echo 1 >$F/interval
-echo -1 >$F/times
+# No failure but the ones fail-nth asks for.
+echo 0 >$F/probability
 echo 0 >$F/verbose
 
 worker() {
 	local r out
 	for r in $(seq 1 40); do
 		((r % 5 != 0)) || echo 2 >/proc/sys/vm/drop_caches
-		out=$(LD_LIBRARY_PATH=$W ./user) || { echo "round $r: exit $?"; return 1; }
+		out=$(LD_LIBRARY_PATH=$W fail_nth $((RANDOM % 4 + 1)) ./user) ||
+			{ echo "round $r: exit $?"; return 1; }
 		[ "$out" = "$want" ] || { echo "round $r: printed '$out'"; return 1; }
-		./cache-poke map d.* >/dev/null || { echo "round $r: mapping failed"; return 1; }
+		fail_nth $((RANDOM % 4 + 1)) ./cache-poke map d.* >/dev/null ||
+			{ echo "round $r: mapping failed"; return 1; }
 	done
 }
 pids=()
@@ -94,16 +99,34 @@ for w in 1 2 3 4; do
 done
 bad=0
 for p in "${pids[@]}"; do wait "$p" || bad=1; done
-injection_off
-((bad == 0)) || fail "a start or mapping failed under injection: $(cat worker.*)"
+((bad == 0)) || { injection_off; fail "a start or mapping failed under injection: $(cat worker.*)"; }
 n1=$(vmstat_counter pbitmap_reject_nomem)
 i1=$(vmstat_counter pbitmap_reject_io)
 c1=$(vmstat_counter pbitmap_cache_miss)
 echo "160 starts and 3200 mappings under injection: $((c1 - c0)) parses, reject_nomem +$((n1 - n0)), reject_io +$((i1 - i0))"
 ((n1 > n0)) || fail "no allocation failure reached pbitmap (reject_nomem +0)"
-((i1 > i0)) || fail "no read failure reached pbitmap (reject_io +0)"
+
+# Each failure by itself, on a start that must parse: the cache emptied,
+# the program's record is the first one read (allocation, then read).
+for nth in 1 2; do
+	echo 0 >/proc/sys/vm/pbitmap_enabled
+	echo 1 >/proc/sys/vm/pbitmap_enabled
+	n2=$(vmstat_counter pbitmap_reject_nomem)
+	i2=$(vmstat_counter pbitmap_reject_io)
+	out=$(LD_LIBRARY_PATH=$W fail_nth $nth ./user) || fail "the start with fail-nth $nth failed"
+	[ "$out" = "$want" ] || fail "the start with fail-nth $nth printed '$out'"
+	n3=$(vmstat_counter pbitmap_reject_nomem)
+	i3=$(vmstat_counter pbitmap_reject_io)
+	echo "fail-nth $nth: reject_nomem +$((n3 - n2)), reject_io +$((i3 - i2)), output right"
+	if ((nth == 1)); then
+		((n3 == n2 + 1 && i3 == i2)) || fail "fail-nth 1 (the allocation): expected reject_nomem +1, reject_io +0"
+	else
+		((i3 == i2 + 1 && n3 == n2)) || fail "fail-nth 2 (the read): expected reject_io +1, reject_nomem +0"
+	fi
+done
+injection_off
 k1=$(problems)
-((k1 == k0)) || fail "kernel problems under injection: $(dmesg | grep -E -A10 'WARNING:|\bBUG\b|KASAN|Oops' | head -n 40)"
+((k1 == k0)) || fail "kernel problems under injection: $(dmesg | grep -E -A10 'WARNING:|\bBUG\b|KASAN|Oops|lock state' | head -n 40)"
 
 # Leaks: the cache emptied, two scans (an object must be unreferenced for
 # one full scan and older than 5 s to be reported).
