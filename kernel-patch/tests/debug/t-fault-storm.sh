@@ -17,13 +17,14 @@
 # right output.  Last, with the cache emptied (vm.pbitmap_enabled=0),
 # kmemleak must report no object allocated under a pbitmap function.
 #
-# fail-nth rather than fail_function's probability: the kprobe runs in the
-# int3 handler, which lockdep counts as NMI context, and with a probability
-# should_fail() draws a random number under crngs.lock there.  On 6.12
-# lockdep reports that ("inconsistent {INITIAL USE} -> {IN-NMI} usage")
-# even with prove_locking off (verify_lock_unused() does not look at it)
-# and then turns itself off for the rest of the boot.  The fail-nth path
-# takes no lock, so lockdep stays on through the storm.
+# fail-nth rather than fail_function's probability, and the kprobe on
+# ftrace (config-kasan.fragment: FUNCTION_TRACER, KPROBES_ON_FTRACE):
+# through int3, which counts as NMI context, should_fail() ignores
+# fail-nth (in_task() is false) and with a probability draws a random
+# number under crngs.lock, which lockdep on 6.12 reports ("inconsistent
+# {INITIAL USE} -> {IN-NMI} usage") even with prove_locking off, and then
+# turns itself off for the rest of the boot.  The test checks that the
+# probes are on ftrace and fails saying so otherwise.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -80,6 +81,10 @@ echo "0x$(printf %x -5)" >$F/pbitmap_read_file/retval || fail "cannot set the in
 # No failure but the ones fail-nth asks for.
 echo 0 >$F/probability
 echo 0 >$F/verbose
+for fn in pbitmap_alloc pbitmap_read_file; do
+	grep -E "[[:space:]]$fn\+0x[0-9a-f]+[[:space:]].*\[FTRACE\]" $D/kprobes/list >/dev/null ||
+		fail "the fail_function probe on $fn is not on ftrace (int3: fail-nth is ignored there): $(grep "$fn" $D/kprobes/list)"
+done
 
 worker() {
 	local r out
