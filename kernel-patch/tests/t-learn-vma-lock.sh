@@ -4,14 +4,16 @@
 # writing.
 #
 # A 16 MiB data file on the root ext4, stamped empty (user.pbitmap), is
-# mapped cold by vma-learn (vma-learn.c) with vm.pbitmap_learn=1: two
-# threads touch every 7th page of the first half and every 5th of the
-# second, a third keeps mapping, reprotecting and unmapping anonymous
-# memory (mmap_lock taken for writing).  A fault that finds its page cached
+# mapped cold by vma-learn (vma-learn.c) with vm.pbitmap_learn=1: 8
+# threads touch overlapping sets of its pages (thread i: from i/8 to
+# (i+2)/8 of the file, every (5 + i % 3)-th page), another keeps mapping,
+# reprotecting and unmapping anonymous memory (mmap_lock taken for
+# writing).  A fault that finds its page cached
 # completes under the VMA's lock; one that must wait for the read drops it
 # (VM_FAULT_RETRY) and is retried under mmap_lock.  The learning hook in
 # do_fault() runs only for faults that kept their lock.  Checks, after the
-# flush: the learned generation is exactly the touched pages (none missing:
+# flush: the learned generation is exactly the union of the pages the 8
+# threads touched (none missing:
 # no fault path skips the hook; none extra: fault-around is off while
 # learning); /proc/vmstat's vma_lock_success + vma_lock_retry grew by at
 # least the pages touched (every fault first tried the per-VMA lock;
@@ -61,7 +63,9 @@ verdict=$(pbitmap show --json data | python3 -c '
 import json, sys
 r = json.load(sys.stdin)[0]
 n = r["content_size"] // 4096
-want = set(range(0, n // 2, 7)) | set(range(n // 2, n, 5))
+want = set()
+for i in range(8):
+    want |= set(range(i * n // 8, min(n, (i + 2) * n // 8), 5 + i % 3))
 if r["page_size"] != 4096:
     sys.exit("granule of %d bytes, not one page" % r["page_size"])
 got = set()
@@ -80,4 +84,4 @@ eval "$verdict"
 	fail "only $((s1 - s0 + r1 - r0)) faults tried the per-VMA lock, fewer than the $touched pages touched"
 ((r1 - r0 >= 1)) || fail "no fault dropped its per-VMA lock for I/O (vma_lock_retry +0): the retry path was not tested"
 pbitmap verify -q data || fail "the learned record does not verify"
-echo "PASS: $want pages touched by 2 threads beside an mmap_lock writer, all learned exactly, $((s1 - s0)) faults completed under per-VMA locks, $((r1 - r0)) retried"
+echo "PASS: $want pages touched by 8 threads beside an mmap_lock writer, all learned exactly, $((s1 - s0)) faults completed under per-VMA locks, $((r1 - r0)) retried"

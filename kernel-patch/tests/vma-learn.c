@@ -5,13 +5,16 @@
  *
  *   vma-learn FILE
  *
- * Maps FILE (read-only, shared).  Two threads touch one byte of each page
- * they own: pages 0, 7, 14, ... of the first half, and 0, 5, 10, ... (from
- * the middle) of the second half.  A third thread, until they are done,
- * maps and unmaps 64 KiB of anonymous memory and changes its protection,
- * which takes mmap_lock for writing: faults on FILE's VMA proceed under
- * its per-VMA lock meanwhile, or wait and retry under mmap_lock.
- * Prints "pages=N sum=S" (S: the bytes read, so the reads stay).
+ * Maps FILE (read-only, shared).  TOUCHERS (8) threads touch one byte of
+ * each page they own: thread i the pages from i * n / 8 up to, not
+ * including, (i + 2) * n / 8 (n pages in all; the last stops at n), every
+ * (5 + i % 3)-th, so that neighbours overlap.  Another thread, until they
+ * are done, maps and unmaps 64 KiB of anonymous memory and changes its
+ * protection, which takes mmap_lock for writing: faults on FILE's VMA
+ * proceed under its per-VMA lock meanwhile, or wait and retry under
+ * mmap_lock.  Prints "pages=N sum=S": N distinct pages touched, S the
+ * bytes read (so that the reads stay).  t-learn-vma-lock.sh computes the
+ * same set.
  */
 #define _GNU_SOURCE
 #include <fcntl.h>
@@ -24,11 +27,13 @@
 #include <unistd.h>
 
 #define PAGE 4096
+#define TOUCHERS 8
 
 static const volatile unsigned char *map;
 static size_t npages;
 static atomic_int done;
-static atomic_ulong sum, touched;
+static atomic_ulong sum;
+static atomic_uchar *seen;
 
 struct range {
 	size_t first, last, step;
@@ -37,12 +42,13 @@ struct range {
 static void *toucher(void *arg)
 {
 	const struct range *r = arg;
-	unsigned long s = 0, n = 0;
+	unsigned long s = 0;
 
-	for (size_t i = r->first; i < r->last; i += r->step, n++)
+	for (size_t i = r->first; i < r->last; i += r->step) {
 		s += map[i * PAGE];
+		atomic_store(&seen[i], 1);
+	}
 	atomic_fetch_add(&sum, s);
-	atomic_fetch_add(&touched, n);
 	atomic_fetch_add(&done, 1);
 	return NULL;
 }
@@ -50,7 +56,7 @@ static void *toucher(void *arg)
 static void *churner(void *arg)
 {
 	(void)arg;
-	while (atomic_load(&done) < 2) {
+	while (atomic_load(&done) < TOUCHERS) {
 		void *p = mmap(NULL, 16 * PAGE, PROT_READ | PROT_WRITE,
 			       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
@@ -66,8 +72,10 @@ static void *churner(void *arg)
 
 int main(int argc, char **argv)
 {
+	struct range r[TOUCHERS];
+	pthread_t t[TOUCHERS + 1];
+	unsigned long pages = 0;
 	struct stat st;
-	pthread_t t[3];
 	int fd;
 
 	if (argc != 2) {
@@ -80,8 +88,13 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	npages = st.st_size / PAGE;
-	if (npages < 2) {
-		fprintf(stderr, "vma-learn: %s: smaller than two pages\n", argv[1]);
+	if (npages < 2 * TOUCHERS) {
+		fprintf(stderr, "vma-learn: %s: smaller than %d pages\n", argv[1], 2 * TOUCHERS);
+		return 1;
+	}
+	seen = calloc(npages, sizeof(*seen));
+	if (!seen) {
+		perror("vma-learn: calloc");
 		return 1;
 	}
 	map = mmap(NULL, npages * PAGE, PROT_READ, MAP_SHARED, fd, 0);
@@ -89,16 +102,24 @@ int main(int argc, char **argv)
 		perror("vma-learn: mmap");
 		return 1;
 	}
-	struct range a = { 0, npages / 2, 7 }, b = { npages / 2, npages, 5 };
-
-	if (pthread_create(&t[2], NULL, churner, NULL) ||
-	    pthread_create(&t[0], NULL, toucher, &a) ||
-	    pthread_create(&t[1], NULL, toucher, &b)) {
+	if (pthread_create(&t[TOUCHERS], NULL, churner, NULL)) {
 		fprintf(stderr, "vma-learn: cannot start the threads\n");
 		return 1;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < TOUCHERS; i++) {
+		size_t last = (size_t)(i + 2) * npages / TOUCHERS;
+
+		r[i] = (struct range){ (size_t)i * npages / TOUCHERS,
+				       last < npages ? last : npages, 5 + i % 3 };
+		if (pthread_create(&t[i], NULL, toucher, &r[i])) {
+			fprintf(stderr, "vma-learn: cannot start the threads\n");
+			return 1;
+		}
+	}
+	for (int i = 0; i <= TOUCHERS; i++)
 		pthread_join(t[i], NULL);
-	printf("pages=%lu sum=%lu\n", atomic_load(&touched), atomic_load(&sum));
+	for (size_t i = 0; i < npages; i++)
+		pages += atomic_load(&seen[i]);
+	printf("pages=%lu sum=%lu\n", pages, atomic_load(&sum));
 	return 0;
 }
