@@ -4,11 +4,17 @@
  * more (kernel-patch/tests/t-cache-*.sh).  No page of a mapped file is
  * touched: only the kernel's work at mmap() is exercised.
  *
- *   cache-poke map [-1] [-a T] FILE...  map each FILE read-only (its first
+ *   cache-poke map [-1] [-a T] [-f N] FILE...
+ *                                       map each FILE read-only (its first
  *                                       page only with -1) and unmap it;
  *                                       with -a, not before T (seconds since
  *                                       the Epoch), so that several processes
- *                                       map at the same moment
+ *                                       map at the same moment; with -f, the
+ *                                       N-th fault-injection point reached
+ *                                       from then on fails (fail-nth, written
+ *                                       after exec, so that the lookups of
+ *                                       this program's own libraries do not
+ *                                       count)
  *   cache-poke wait-map [-1] FILE...    print "ready", wait for a line on
  *                                       stdin, then map as above, print "done"
  *   cache-poke loop SECONDS FILE        for SECONDS: map FILE whole, unmap
@@ -88,6 +94,7 @@ static int loop(double seconds, const char *file)
 int main(int argc, char **argv)
 {
 	int first_page = 0, wait = 0, i = 2;
+	const char *nth = NULL;
 	double at = 0;
 	char line[16];
 
@@ -108,6 +115,8 @@ int main(int argc, char **argv)
 			first_page = 1;
 		else if (!strcmp(argv[i], "-a"))
 			at = atof(argv[++i]);
+		else if (!strcmp(argv[i], "-f"))
+			nth = argv[++i];
 		else
 			break;
 	}
@@ -125,6 +134,14 @@ int main(int argc, char **argv)
 		clock_gettime(CLOCK_REALTIME, &ts);
 		if (at > ts.tv_sec + ts.tv_nsec / 1e9)
 			usleep((useconds_t)((at - ts.tv_sec - ts.tv_nsec / 1e9) * 1e6));
+	}
+	if (nth) {
+		FILE *f = fopen("/proc/thread-self/fail-nth", "w");
+
+		if (!f || fputs(nth, f) == EOF || fclose(f) == EOF) {
+			fprintf(stderr, "cache-poke: /proc/thread-self/fail-nth: %s\n", strerror(errno));
+			return 1;
+		}
 	}
 	for (; i < argc; i++)
 		map_one(argv[i], first_page);

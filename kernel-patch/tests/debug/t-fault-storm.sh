@@ -11,10 +11,10 @@
 # inodes are dropped every 5 rounds so that records are parsed again.
 # Every program must print what it prints with pbitmap off, every mapping
 # must succeed, and dmesg must gain no WARNING, BUG, KASAN, Oops or lockdep
-# report.  Then, the record cache emptied, one start with fail-nth 1 (the
-# record's allocation) and one with fail-nth 2 (its read) must each be
-# counted (pbitmap_reject_nomem, pbitmap_reject_io) and still print the
-# right output.  Last, with the cache emptied (vm.pbitmap_enabled=0),
+# report.  Then, the record cache emptied, one mapping of the library with
+# fail-nth 1 (the attribute's buffer) and one with fail-nth 3 (the
+# record's read) must each be counted once (pbitmap_reject_nomem,
+# pbitmap_reject_io), and the program still prints the right output.  Last, with the cache emptied (vm.pbitmap_enabled=0),
 # kmemleak must report no object allocated under a pbitmap function.
 #
 # fail-nth rather than fail_function's probability, and the kprobe on
@@ -111,24 +111,27 @@ c1=$(vmstat_counter pbitmap_cache_miss)
 echo "160 starts and 3200 mappings under injection: $((c1 - c0)) parses, reject_nomem +$((n1 - n0)), reject_io +$((i1 - i0))"
 ((n1 > n0)) || fail "no allocation failure reached pbitmap (reject_nomem +0)"
 
-# Each failure by itself, on a start that must parse: the cache emptied,
-# the program's record is the first one read (allocation, then read).
-for nth in 1 2; do
+# Each failure by itself, on a mapping that must parse: the cache
+# emptied, the stamped library mapped by cache-poke, which sets fail-nth
+# after its own exec.  A lookup allocates the attribute's buffer (1st
+# call), then the record's (2nd), then reads the record (3rd).
+for nth in 1 3; do
 	echo 0 >/proc/sys/vm/pbitmap_enabled
 	echo 1 >/proc/sys/vm/pbitmap_enabled
 	n2=$(vmstat_counter pbitmap_reject_nomem)
 	i2=$(vmstat_counter pbitmap_reject_io)
-	out=$(LD_LIBRARY_PATH=$W fail_nth $nth ./user) || fail "the start with fail-nth $nth failed"
-	[ "$out" = "$want" ] || fail "the start with fail-nth $nth printed '$out'"
+	./cache-poke map -f $nth libstorm.so >/dev/null || fail "the mapping with fail-nth $nth failed"
 	n3=$(vmstat_counter pbitmap_reject_nomem)
 	i3=$(vmstat_counter pbitmap_reject_io)
-	echo "fail-nth $nth: reject_nomem +$((n3 - n2)), reject_io +$((i3 - i2)), output right"
+	echo "fail-nth $nth: reject_nomem +$((n3 - n2)), reject_io +$((i3 - i2))"
 	if ((nth == 1)); then
-		((n3 == n2 + 1 && i3 == i2)) || fail "fail-nth 1 (the allocation): expected reject_nomem +1, reject_io +0"
+		((n3 == n2 + 1 && i3 == i2)) || fail "fail-nth 1 (the attribute's buffer): expected reject_nomem +1, reject_io +0"
 	else
-		((i3 == i2 + 1 && n3 == n2)) || fail "fail-nth 2 (the read): expected reject_io +1, reject_nomem +0"
+		((i3 == i2 + 1 && n3 == n2)) || fail "fail-nth 3 (the record's read): expected reject_io +1, reject_nomem +0"
 	fi
 done
+out=$(LD_LIBRARY_PATH=$W ./user) || fail "the program failed after the injections"
+[ "$out" = "$want" ] || fail "the program printed '$out' after the injections"
 injection_off
 k1=$(problems)
 ((k1 == k0)) || fail "kernel problems under injection: $(dmesg | grep -E -A10 'WARNING:|\bBUG\b|KASAN|Oops|lock state' | head -n 40)"
