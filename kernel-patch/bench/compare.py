@@ -16,24 +16,21 @@ two CSVs measured back to back on one machine.
 
 A (workload, condition) that only one CSV has is listed under the table, not
 silently dropped.  A CSV with a missing column is refused with a clear
-message; the output is written to a temporary name and renamed.
+message; the output is written to a temporary name and renamed.  The CSV
+reading, the figures and the atomic write are report.py's.
 """
 import argparse
-import csv
 import os
 import statistics
 import sys
-import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import report  # noqa: E402
 
 PROG = "compare.py"
-COUNTS = [
-    # column, heading, scale
-    ("read_requests", "read req", 1),
-    ("read_bytes", "MiB read", 1 / 2**20),
-    ("major_faults", "maj flt", 1),
-    ("cache_growth_kb", "cache MiB", 1 / 1024),
-]
-NEEDED = ["workload", "condition", "disk", "wall_s"] + [c for c, _, _ in COUNTS]
+# The counts of report.py's figures, then wall time (only with --wall).
+COUNTS = [f for f in report.FIGURES if f.column != "wall_s"]
+WALL = [f for f in report.FIGURES if f.column == "wall_s"]
 
 
 def die(msg):
@@ -44,26 +41,16 @@ def die(msg):
 def load(path, disk):
     """{(workload, condition): {column: [values]}} for DISK's rows."""
     try:
-        with open(path, newline="") as f:
-            rows = list(csv.DictReader(f))
-            header = rows[0].keys() if rows else []
-    except OSError as e:
-        die(f"{path}: {e.strerror}")
-    if not rows:
-        die(f"{path}: no rows")
-    missing = [c for c in NEEDED if c not in header]
-    if missing:
-        die(f"{path}: no column {', '.join(missing)}")
+        runs = report.read_runs(path)
+    except report.CsvError as e:
+        die(f"{path}: {e}")
     out = {}
-    for n, row in enumerate(rows, start=2):
-        if row["disk"] != disk:
+    for run in runs:
+        if run["disk"] != disk:
             continue
-        cell = out.setdefault((row["workload"], row["condition"]), {})
-        for col in NEEDED[3:]:
-            try:
-                cell.setdefault(col, []).append(float(row[col]))
-            except ValueError:
-                die(f"{path}: line {n}: {col} is not a number: {row[col]!r}")
+        cell = out.setdefault((run["workload"], run["condition"]), {})
+        for fig in report.FIGURES:
+            cell.setdefault(fig.column, []).append(run[fig.column])
     return out
 
 
@@ -71,28 +58,22 @@ def fmt(x):
     return f"{x:.0f}" if abs(x) >= 100 or x == int(x) else f"{x:.1f}"
 
 
-def ratio(new, old):
-    return f"{new / old:.2f}x" if old else "-"
-
-
 def table(old, new, labels, wall):
     a, b = labels
     cols = []
-    for _, head, _ in COUNTS:
-        cols += [f"{head} {a}", f"{head} {b}", f"{head} {b}/{a}"]
-    if wall:
-        cols += [f"wall s {a}", f"wall s {b}", f"wall s {b}/{a}"]
+    specs = COUNTS + (WALL if wall else [])
+    for fig in specs:
+        cols += [f"{fig.label} {a}", f"{fig.label} {b}", f"{fig.label} {b}/{a}"]
     lines = ["| workload | condition | " + " | ".join(cols) + " |",
              "|---|---|" + "---:|" * len(cols)]
     keys = sorted(set(old) & set(new))
     for key in keys:
         cells = []
-        specs = list(COUNTS) + ([("wall_s", "wall s", 1)] if wall else [])
-        for col, _, scale in specs:
-            mo = statistics.median(old[key][col]) * scale
-            mn = statistics.median(new[key][col]) * scale
-            cells += [f"{mo:.2f}" if col == "wall_s" else fmt(mo),
-                      f"{mn:.2f}" if col == "wall_s" else fmt(mn), ratio(mn, mo)]
+        for fig in specs:
+            mo = statistics.median(old[key][fig.column]) * fig.scale
+            mn = statistics.median(new[key][fig.column]) * fig.scale
+            cells += [f"{mo:.2f}" if fig in WALL else fmt(mo),
+                      f"{mn:.2f}" if fig in WALL else fmt(mn), report.fmt_ratio(mn, mo)]
         lines.append(f"| {key[0]} | {key[1]} | " + " | ".join(cells) + " |")
     only = [(lab, k) for lab, d, o in ((a, old, new), (b, new, old)) for k in sorted(d) if k not in o]
     if only:
@@ -119,10 +100,7 @@ def main(argv=None):
     if not args.output:
         sys.stdout.write(text)
         return 0
-    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(os.path.abspath(args.output)) or ".")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.replace(tmp, args.output)
+    report.write_atomic(args.output, text.encode())
     return 0
 
 

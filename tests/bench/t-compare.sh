@@ -54,7 +54,7 @@ cp table.md before.md
 if "$PYTHON" "$COMPARE" old.csv bad.csv -o table.md 2>err; then
 	fail "a CSV without the count columns was accepted"
 fi
-grep -q '^compare.py: bad.csv: no column .*read_requests' err ||
+grep -q '^compare.py: bad.csv: missing column(s): .*read_requests' err ||
 	fail "unclear message for a bad CSV: $(cat err)"
 cmp -s table.md before.md || fail "a refused comparison changed the previous output"
 
