@@ -14,8 +14,9 @@
 # report.  Then, the record cache emptied, one mapping of the library with
 # fail-nth 1 (the attribute's buffer) and one with fail-nth 3 (the
 # record's read) must each be counted once (pbitmap_reject_nomem,
-# pbitmap_reject_io), and the program still prints the right output.  Last, with the cache emptied (vm.pbitmap_enabled=0),
-# kmemleak must report no object allocated under a pbitmap function.
+# pbitmap_reject_io), and the program still prints the right output.
+# Last, with the cache emptied (vm.pbitmap_enabled=0), kmemleak must report
+# no object allocated under a pbitmap function.
 #
 # fail-nth rather than fail_function's probability, and the kprobe on
 # ftrace (config-kasan.fragment: FUNCTION_TRACER, KPROBES_ON_FTRACE):
