@@ -5,6 +5,7 @@
                                    its original (see check_stamp); prints figures
   elfcheck.py record FILE          "OFFSET SIZE" of the .pbitmap record, from the
                                    section header table alone
+  elfcheck.py slots FILE           "SIZE OFFSET0 OFFSET1" of the record's two slots
   elfcheck.py header FILE          the record header fields, one "name=value" a line
   elfcheck.py dump FILE           the record of FILE, from its .pbitmap section or
                                    (non-ELF) its user.pbitmap xattr, decoded
@@ -111,6 +112,36 @@ def record_of(elf):
     return secs, pb[0]
 
 
+SLOT_ALIGN = 512
+
+
+def slots_of(data, off, size):
+    """The two slots of a section: (slot size, [offset of slot 0, of slot 1]).
+
+    Slots of r bytes are round_up(r, 512) apart; the section is that plus r
+    (uapi/linux/pbitmap.h), so r follows from the section's size alone."""
+    k = (size + 2 * SLOT_ALIGN - 1) // (2 * SLOT_ALIGN)
+    r = size - k * SLOT_ALIGN
+    check((k - 1) * SLOT_ALIGN < r <= k * SLOT_ALIGN, "section size %d holds no two slots" % size)
+    return r, [off, off + k * SLOT_ALIGN]
+
+
+def current_slot(data, off, size):
+    """Bytes of the current slot: the valid one with more runs, slot 0 on a tie."""
+    import zlib
+    r, offs = slots_of(data, off, size)
+    best = None
+    for at in offs:
+        rec = data[at:at + r]
+        h = dict(zip(HDR_NAMES, struct.unpack_from(HDR_FMT, rec, 0)))
+        if h["magic"] != PBITMAP_MAGIC or zlib.crc32(rec[:8] + b"\0\0\0\0" + rec[12:]) != h["checksum"]:
+            continue
+        if best is None or h["runs"] > best[1]:
+            best = (rec, h["runs"])
+    check(best is not None, "neither slot holds a valid record")
+    return best[0]
+
+
 def header_at(data, off):
     check(off + 128 <= len(data), "record header beyond EOF")
     return dict(zip(HDR_NAMES, struct.unpack_from(HDR_FMT, data, off)))
@@ -165,7 +196,10 @@ def check_stamp(orig_path, stamped_path):
     check(h["content_size"] == n, "content_size %d, original is %d" % (h["content_size"], n))
     check(h["record_offset"] == off, "record_offset %d, section says %d" % (h["record_offset"], off))
     check(h["tail_size"] == len(data) - n, "tail_size %d, file grew by %d" % (h["tail_size"], len(data) - n))
-    check(h["header_size"] + h["plane_size"] * h["nr_planes"] == size, "record size vs geometry")
+    slot, offs = slots_of(data, off, size)
+    check(h["header_size"] + h["plane_size"] * h["nr_planes"] == slot, "record size vs geometry")
+    check(data[offs[1]:offs[1] + slot] == data[off:off + slot], "the two slots differ")
+    check(data[off + slot:offs[1]] == bytes(offs[1] - off - slot), "bytes between the slots not zero")
     check(h["reserved0"] == 0 and h["reserved"] == bytes(40), "reserved fields not zero")
     check(h["orig_shoff"] == o.e_shoff and h["orig_shnum"] == o.e_shnum and
           h["orig_shstrndx"] == o.e_shstrndx, "undo data in the header differs from the original")
@@ -247,7 +281,7 @@ def dump(path):
     if data == b"\x7fELF":
         data = open(path, "rb").read()
         _, pb = record_of(Elf(data))
-        rec = data[pb["offset"]:pb["offset"] + pb["size"]]
+        rec = current_slot(data, pb["offset"], pb["size"])
         extra = []
     else:
         val = os.getxattr(path, "user.pbitmap")
@@ -282,6 +316,10 @@ def main(argv):
         elif argv[1] == "record":
             _, pb = record_of(Elf(open(argv[2], "rb").read()))
             print(pb["offset"], pb["size"])
+        elif argv[1] == "slots":
+            _, pb = record_of(Elf(open(argv[2], "rb").read()))
+            size, offs = slots_of(None, pb["offset"], pb["size"])
+            print(size, *offs)
         elif argv[1] == "header":
             data = open(argv[2], "rb").read()
             _, pb = record_of(Elf(data))

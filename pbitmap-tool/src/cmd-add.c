@@ -6,9 +6,11 @@
 #include <inttypes.h>
 #include <getopt.h>
 #include <stdio.h>
+#include <string.h>
 #include <time.h>
 
 #include "pbitmap.h"
+
 #include "cli.h"
 
 /* What add did, for --summary. */
@@ -150,7 +152,7 @@ int pb_cmd_add(int argc, char **argv)
 		{ "threshold", required_argument, NULL, 't' },
 		{ "page-shift", required_argument, NULL, 'S' },
 		{ "no-learn", no_argument, NULL, 'N' },
-		{ "learn", no_argument, NULL, 'E' },
+		{ "learn", optional_argument, NULL, 'E' },
 		{ "xattr-max", required_argument, NULL, 'X' },
 		{ "dereference", no_argument, NULL, 'L' },
 		{ "break-links", no_argument, NULL, 'B' },
@@ -188,11 +190,21 @@ int pb_cmd_add(int argc, char **argv)
 			a.p.page_shift = (unsigned int)v;
 			break;
 		case 'N':
+			a.p.flags &= ~PBITMAP_F_LEARN_EVERY;
 			a.p.flags |= PBITMAP_F_NO_LEARN;
 			a.p.set_flags = true;
 			break;
 		case 'E':
-			a.p.flags &= ~PBITMAP_F_NO_LEARN;
+			a.p.flags &= ~(PBITMAP_F_NO_LEARN | PBITMAP_F_LEARN_EVERY);
+			if (!optarg || !strcmp(optarg, "owner"))
+				;
+			else if (!strcmp(optarg, "every"))
+				a.p.flags |= PBITMAP_F_LEARN_EVERY;
+			else if (!strcmp(optarg, "never"))
+				a.p.flags |= PBITMAP_F_NO_LEARN;
+			else
+				return pb_usage_error("--learn: expected never, owner or every, not '%s'",
+						      optarg);
 			a.p.set_flags = true;
 			break;
 		case 'X':

@@ -126,7 +126,10 @@ static void show_text(const struct pb_file *f, const unsigned char *eff)
 	       h->nr_planes, h->threshold, h->newest_plane);
 	format_time(le64toh(h->last_update), when, sizeof(when));
 	printf("  runs         %" PRIu64 ", last update %s\n", (uint64_t)le64toh(h->runs), when);
-	printf("  learning     %s\n", le32toh(h->flags) & PBITMAP_F_NO_LEARN ? "off (--no-learn)" : "on");
+	printf("  learning     %s\n",
+	       le32toh(h->flags) & PBITMAP_F_NO_LEARN ? "never (--learn=never)" :
+	       le32toh(h->flags) & PBITMAP_F_LEARN_EVERY ? "every run (--learn=every)" :
+	       "the owner's runs (--learn=owner)");
 	printf("  age  marked  pages\n");
 	for (unsigned int age = 0; age < h->nr_planes; age++) {
 		const unsigned char *p = pb_plane(r, age);
@@ -152,16 +155,25 @@ static void show_json(const struct pb_file *f, const unsigned char *eff)
 	printf(",\"kind\":\"%s\"", f->store->name);
 	if (f->store->record_offset)
 		printf(",\"record_offset\":%" PRIu64, f->store->record_offset(f));
+	if (f->store->slot) {
+		uint64_t slot_offset, section_size;
+		int slot = f->store->slot(f, &slot_offset, &section_size);
+
+		printf(",\"section_size\":%" PRIu64 ",\"slot\":%d,\"slot_offset\":%" PRIu64,
+		       section_size, slot, slot_offset);
+	}
 	if (f->store->has_marker)
 		printf(",\"marker\":\"%s\"", pb_marker_state_name(f->marker));
 	printf(",\"record_size\":%zu,\"content_size\":%" PRIu64 ",\"page_shift\":%u"
 	       ",\"page_size\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"generations\":%u"
 	       ",\"threshold\":%u,\"newest_plane\":%u,\"runs\":%" PRIu64
-	       ",\"last_update\":%" PRIu64 ",\"learn\":%s,\"planes\":[",
+	       ",\"last_update\":%" PRIu64 ",\"learn\":%s,\"learn_policy\":\"%s\""
+	       ",\"planes\":[",
 	       r->size, (uint64_t)le64toh(h->content_size), h->page_shift,
 	       UINT64_C(1) << h->page_shift, pages, h->nr_planes, h->threshold,
 	       h->newest_plane, (uint64_t)le64toh(h->runs), (uint64_t)le64toh(h->last_update),
-	       le32toh(h->flags) & PBITMAP_F_NO_LEARN ? "false" : "true");
+	       le32toh(h->flags) & PBITMAP_F_NO_LEARN ? "false" : "true",
+	       pb_learn_policy(le32toh(h->flags)));
 	for (unsigned int age = 0; age < h->nr_planes; age++) {
 		const unsigned char *p = pb_plane(r, age);
 

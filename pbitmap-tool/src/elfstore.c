@@ -5,7 +5,8 @@
  * Stamping never moves or changes an original byte other than e_shoff and
  * e_shnum in the ELF header.  It appends
  *
- *   [zeros up to PBITMAP_RECORD_ALIGN][record][.shstrtab + ".pbitmap"]
+ *   [zeros up to PBITMAP_RECORD_ALIGN][record slot 0][zeros][record slot 1]
+ *   [.shstrtab + ".pbitmap"]
  *   [section header table: the original headers, .shstrtab's pointing at
  *    the copy, and the .pbitmap header last]
  *
@@ -21,6 +22,11 @@
  * renames over the file, so the write order below protects files written
  * in place by earlier versions, and a copy is synced once, before it is
  * published, rather than at each step.
+ *
+ * The section holds the record twice (include/uapi/linux/pbitmap.h): the
+ * tool writes both slots alike; the kernel writes a learned generation
+ * into the slot that is not current, so that a crash never tears the one
+ * in use.  Reading takes the current slot.
  *
  * libelf reads and checks the file and translates headers to file order;
  * the only bytes written by hand are the ones libelf translated for us.
@@ -51,6 +57,7 @@ struct pb_elf {
 	GElf_Shdr pb_shdr;
 	bool undo_ok;			/* the record's undo data fits the file */
 	const char *damage;		/* why an existing record is unusable */
+	int slot;			/* the current slot, -1 if none is valid */
 	struct pbitmap_header undo;	/* header of the stamp or torn tail */
 };
 
@@ -389,14 +396,14 @@ struct tail_layout {
 	uint64_t end;
 };
 
-static void plan_tail(int cls, uint64_t content_size, size_t record_size,
+static void plan_tail(int cls, uint64_t content_size, uint64_t section_size,
 		      uint64_t strtab_size, size_t shnum, struct tail_layout *t)
 {
 	uint64_t align = cls == ELFCLASS64 ? 8 : 4;
 	size_t ent = cls == ELFCLASS64 ? sizeof(Elf64_Shdr) : sizeof(Elf32_Shdr);
 
 	t->record_offset = round_up(content_size, PBITMAP_RECORD_ALIGN);
-	t->strtab_offset = t->record_offset + record_size;
+	t->strtab_offset = t->record_offset + section_size;
 	t->strtab_size = strtab_size;
 	t->shdr_offset = round_up(t->strtab_offset + strtab_size, align);
 	t->shdr_size = (uint64_t)shnum * ent;
@@ -518,9 +525,13 @@ static int original_ok(struct pb_file *f, Elf *elf, const struct pb_elf *e,
 static int load_stamp(struct pb_file *f, Elf *elf, struct pb_elf *e)
 {
 	uint64_t size = e->pb_shdr.sh_size;
+	size_t stride = 0, slot_size;
+	const char *why = NULL;
 	unsigned char *buf;
 
-	if (size < sizeof(struct pbitmap_header) || size > PBITMAP_MAX_RECORD_SIZE) {
+	e->slot = -1;
+	if (size < sizeof(struct pbitmap_header) ||
+	    size > 2 * (uint64_t)PBITMAP_MAX_RECORD_SIZE) {
 		e->damage = "section size out of range";
 		return 0;
 	}
@@ -531,7 +542,10 @@ static int load_stamp(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		free(buf);
 		return pb_error_errno(f->path, "read of the .pbitmap section");
 	}
-	memcpy(&e->undo, buf, sizeof(e->undo));
+	e->slot = pb_slot_current(buf, size, &why);
+	slot_size = pb_slot_size(size, &stride);
+	/* The undo data of the current slot, else of slot 0 (both say the same). */
+	memcpy(&e->undo, buf + (e->slot > 0 ? stride : 0), sizeof(e->undo));
 	e->undo_ok = le32toh(e->undo.magic) == PBITMAP_MAGIC &&
 		     stamp_consistent(e, &e->undo);
 	/* Probes never undo: they skip reading the tables. */
@@ -544,7 +558,7 @@ static int load_stamp(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		}
 		e->undo_ok = match;
 	}
-	e->damage = pb_record_check(buf, size);
+	e->damage = why;
 	if (!e->damage && le32toh(e->undo.flags) & PBITMAP_F_XATTR)
 		e->damage = "record is marked as an xattr record";
 	if (!e->damage && !e->undo_ok)
@@ -553,8 +567,10 @@ static int load_stamp(struct pb_file *f, Elf *elf, struct pb_elf *e)
 		free(buf);
 		return 0;
 	}
+	if (e->slot > 0)
+		memmove(buf, buf + stride, slot_size);
 	f->rec.buf = buf;
-	f->rec.size = size;
+	f->rec.size = slot_size;
 	f->has_record = true;
 	return 0;
 }
@@ -574,9 +590,9 @@ static uint64_t torn_end(const struct pb_elf *e, uint64_t content, unsigned int 
 
 	if (!record_size)
 		return UINT64_MAX;
-	plan_tail(e->cls, content, record_size,
+	plan_tail(e->cls, content, pb_section_size(record_size),
 		  e->shstrtab_size + sizeof(PBITMAP_SECTION_NAME), e->shnum + 1, &t);
-	return whole ? t.end : t.record_offset + record_size;
+	return whole ? t.end : t.record_offset + pb_section_size(record_size);
 }
 
 /* The record header of an interrupted stamp at @off, if there is one. */
@@ -771,6 +787,17 @@ uint64_t pb_elf_record_offset(const struct pb_file *f)
 	return f->elf->pb_index ? f->elf->pb_shdr.sh_offset : 0;
 }
 
+int pb_elf_slot(const struct pb_file *f, uint64_t *slot_offset, uint64_t *section_size)
+{
+	const struct pb_elf *e = f->elf;
+	size_t stride = 0;
+
+	*section_size = e->pb_shdr.sh_size;
+	pb_slot_size(e->pb_shdr.sh_size, &stride);
+	*slot_offset = e->pb_shdr.sh_offset + (e->slot > 0 ? stride : 0);
+	return e->slot;
+}
+
 bool pb_elf_marker_want(const struct pb_file *f, struct pbitmap_marker *m)
 {
 	const struct pb_elf *e = f->elf;
@@ -886,7 +913,7 @@ static unsigned char *grow_strtab(struct pb_file *f, Elf *elf, size_t *size,
 
 /* The original section headers, .shstrtab's moved, plus .pbitmap's. */
 static GElf_Shdr *new_shdrs(struct pb_file *f, Elf *elf, const struct tail_layout *t,
-			    size_t name_off, size_t record_size)
+			    size_t name_off, uint64_t section_size)
 {
 	struct pb_elf *e = f->elf;
 	GElf_Shdr *s = calloc(e->shnum + 1, sizeof(*s));
@@ -908,7 +935,7 @@ static GElf_Shdr *new_shdrs(struct pb_file *f, Elf *elf, const struct tail_layou
 		.sh_name = (GElf_Word)name_off,
 		.sh_type = PBITMAP_SHT,
 		.sh_offset = t->record_offset,
-		.sh_size = record_size,
+		.sh_size = section_size,
 		.sh_addralign = 8,
 	};
 	return s;
@@ -940,7 +967,7 @@ static int build_tail(struct pb_file *f, Elf *elf, struct pb_record *r, struct t
 	t->strtab = grow_strtab(f, elf, &strtab_size, &name_off);
 	if (!t->strtab)
 		return PB_FAIL;
-	plan_tail(e->cls, content, r->size, strtab_size, e->shnum + 1, &t->at);
+	plan_tail(e->cls, content, pb_section_size(r->size), strtab_size, e->shnum + 1, &t->at);
 	if (e->cls == ELFCLASS32 && t->at.end > UINT32_MAX)
 		return elf_fail(f, "a 32-bit ELF file cannot grow beyond 4 GiB");
 	h->orig_shoff = htole64(e->ehdr.e_shoff);
@@ -950,7 +977,7 @@ static int build_tail(struct pb_file *f, Elf *elf, struct pb_record *r, struct t
 	h->tail_size = htole64(t->at.end - content);
 	pb_record_seal(r);
 
-	shdrs = new_shdrs(f, elf, &t->at, name_off, r->size);
+	shdrs = new_shdrs(f, elf, &t->at, name_off, pb_section_size(r->size));
 	if (!shdrs)
 		return PB_FAIL;
 	t->shdrs = shdrs_to_file(elf, e->cls, shdrs, e->shnum + 1, &t->shdrs_size);
@@ -964,6 +991,25 @@ static int build_tail(struct pb_file *f, Elf *elf, struct pb_record *r, struct t
 }
 
 /*
+ * Both slots of @r written alike at @offset, the bytes between them zero
+ * (written, not a hole: the kernel overwrites only allocated blocks).
+ */
+static int write_section(int fd, const struct pb_record *r, uint64_t offset)
+{
+	uint64_t size = pb_section_size(r->size);
+	unsigned char *buf = calloc(1, size);
+	int ret;
+
+	if (!buf)
+		return -1;
+	memcpy(buf, r->buf, r->size);
+	memcpy(buf + size - r->size, r->buf, r->size);
+	ret = pwrite_full(fd, buf, size, offset);
+	free(buf);
+	return ret;
+}
+
+/*
  * Write order: the record (first, so an interrupted tail is recognisable),
  * the rest of the tail, a data sync, and only then the header switch.
  */
@@ -973,7 +1019,7 @@ static int write_tail(struct pb_file *f, const struct pb_record *r, const struct
 	size_t gap = (size_t)(t->at.shdr_offset - t->at.strtab_offset - t->at.strtab_size);
 	unsigned char zeros[8] = { 0 };
 
-	if (pwrite_full(f->fd, r->buf, r->size, t->at.record_offset))
+	if (write_section(f->fd, r, t->at.record_offset))
 		goto fail;
 	pb_fault_point("tail-record");
 	if (pwrite_full(f->fd, t->strtab, t->at.strtab_size, t->at.strtab_offset) ||
@@ -1037,7 +1083,9 @@ int pb_elf_save(struct pb_file *f)
 	if (!f->elf->pb_index || !f->has_record)
 		return pb_error(f->path, "no bitmap to update");
 	pb_record_seal(&f->rec);
-	if (pwrite_full(f->fd, f->rec.buf, f->rec.size, f->elf->pb_shdr.sh_offset))
+	if (pb_section_size(f->rec.size) != f->elf->pb_shdr.sh_size)
+		return pb_error(f->path, "internal error: the record does not fit its section");
+	if (write_section(f->fd, &f->rec, f->elf->pb_shdr.sh_offset))
 		return pb_error_errno(f->path, "write of the bitmap");
 	return sync_or_fail(f);
 }

@@ -25,7 +25,7 @@ struct verb {
 
 static const struct verb verbs[] = {
 	{ "add", pb_cmd_add,
-	  "[-g N] [-t T] [--page-shift S] [--no-learn|--learn] [--xattr-max B]\n"
+	  "[-g N] [-t T] [--page-shift S] [--learn[=never|owner|every]|--no-learn] [--xattr-max B]\n"
 	  "[-L] [--break-links] [--stdin [--summary]] FILE...",
 	  "add an empty bitmap (idempotent)" },
 	{ "strip", pb_cmd_strip, "[-L] [--break-links] [--stdin] FILE...",

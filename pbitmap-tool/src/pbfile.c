@@ -489,8 +489,12 @@ static int elf_unstamp(struct pb_file *f)
 
 static void elf_describe(const struct pb_file *f, char *buf, size_t size)
 {
-	snprintf(buf, size, "ELF section %s at offset %#" PRIx64 ", %zu bytes",
-		 PBITMAP_SECTION_NAME, pb_elf_record_offset(f), f->rec.size);
+	uint64_t slot_offset, section_size;
+	int slot = pb_elf_slot(f, &slot_offset, &section_size);
+
+	snprintf(buf, size, "ELF section %s at offset %#" PRIx64 ", %" PRIu64
+		 " bytes: 2 slots of %zu bytes, slot %d current",
+		 PBITMAP_SECTION_NAME, pb_elf_record_offset(f), section_size, f->rec.size, slot);
 }
 
 const struct pb_store_ops pb_elf_store = {
@@ -506,6 +510,7 @@ const struct pb_store_ops pb_elf_store = {
 	.content_size = pb_elf_content_size,
 	.read_original = pb_elf_read_original,
 	.record_offset = pb_elf_record_offset,
+	.slot = pb_elf_slot,
 	.describe = elf_describe,
 };
 

@@ -108,7 +108,7 @@ struct pb_params {
 	unsigned int page_shift;	/* 0: default (12, or chosen for xattr fit) */
 	unsigned int nr_planes;		/* 0: default 4 */
 	unsigned int threshold;		/* 0: default 1 */
-	uint32_t flags;			/* PBITMAP_F_NO_LEARN */
+	uint32_t flags;			/* PBITMAP_F_NO_LEARN, PBITMAP_F_LEARN_EVERY */
 	bool set_flags;			/* flags given: change them on a stamped file */
 	size_t xattr_max;		/* 0: default PB_XATTR_MAX_DEFAULT */
 	const struct pb_record *carry;	/* generations to carry into the new record */
@@ -127,6 +127,20 @@ uint32_t pb_plane_size(uint64_t nr_pages);
 /* Record size for the given geometry, 0 if above PBITMAP_MAX_RECORD_SIZE. */
 size_t pb_record_size(uint64_t content_size, unsigned int page_shift,
 		      unsigned int nr_planes);
+/* Size of an ELF section holding both slots of a @record_size record. */
+uint64_t pb_section_size(size_t record_size);
+/*
+ * The record size whose two slots fill a section of @section_size bytes,
+ * and in *@stride where slot 1 starts; 0 when no record size does.
+ */
+size_t pb_slot_size(uint64_t section_size, size_t *stride);
+/*
+ * The current slot of a section (include/uapi/linux/pbitmap.h): the valid
+ * one with more runs, slot 0 on a tie.  Returns its index, or -1 with
+ * *@why set to slot 0's fault (or the section's) when neither is valid.
+ */
+int pb_slot_current(const unsigned char *section, uint64_t section_size,
+		    const char **why);
 /* Fresh, empty, sealed record.  Returns 0 or PB_FAIL (errno set). */
 int pb_record_init(struct pb_record *r, uint64_t content_size,
 		   unsigned int page_shift, unsigned int nr_planes,
@@ -289,6 +303,11 @@ struct pb_store_ops {
 			     void *ctx);
 	/* Byte offset of the record in the file; NULL when not in its bytes. */
 	uint64_t (*record_offset)(const struct pb_file *f);
+	/*
+	 * The current slot and where it is, with the section's size; NULL
+	 * for a store whose record has one copy.
+	 */
+	int (*slot)(const struct pb_file *f, uint64_t *slot_offset, uint64_t *section_size);
 	/* For `show`: where the record is kept, in words. */
 	void (*describe)(const struct pb_file *f, char *buf, size_t size);
 };
@@ -382,6 +401,9 @@ int pb_elf_read_original(struct pb_file *f,
 bool pb_elf_is_stamped(const struct pb_file *f);
 uint64_t pb_elf_content_size(const struct pb_file *f);
 uint64_t pb_elf_record_offset(const struct pb_file *f);
+int pb_elf_slot(const struct pb_file *f, uint64_t *slot_offset, uint64_t *section_size);
+/* The learning policy of a record's flags, as `show` names it. */
+const char *pb_learn_policy(uint32_t flags);
 /*
  * Run pb_elf_inspect() on a memory file holding @buf (the fuzz target's
  * entry).  Returns NULL when acceptable, else a reason.  Messages go through

@@ -36,6 +36,69 @@ size_t pb_record_size(uint64_t content_size, unsigned int page_shift,
 	return size > PBITMAP_MAX_RECORD_SIZE ? 0 : (size_t)size;
 }
 
+const char *pb_learn_policy(uint32_t flags)
+{
+	if (flags & PBITMAP_F_NO_LEARN)
+		return "never";
+	return flags & PBITMAP_F_LEARN_EVERY ? "every" : "owner";
+}
+
+uint64_t pb_section_size(size_t record_size)
+{
+	return (record_size + PBITMAP_SLOT_ALIGN - 1) / PBITMAP_SLOT_ALIGN *
+	       PBITMAP_SLOT_ALIGN + record_size;
+}
+
+/*
+ * A section of S bytes holds slots of r bytes at a stride of k aligned
+ * units with r in ((k - 1) * align, k * align]: S = k * align + r lies in
+ * ((2k - 1) * align, 2k * align], so k, and with it r, follow from S alone
+ * (and the sizes between those ranges hold no two slots).
+ */
+size_t pb_slot_size(uint64_t section_size, size_t *stride)
+{
+	const uint64_t align = PBITMAP_SLOT_ALIGN;
+	uint64_t k = (section_size + 2 * align - 1) / (2 * align);
+	uint64_t r;
+
+	if (section_size <= align || section_size > 2 * (uint64_t)PBITMAP_MAX_RECORD_SIZE)
+		return 0;
+	r = section_size - k * align;
+	if (r <= (k - 1) * align || r > k * align)
+		return 0;
+	*stride = (size_t)(k * align);
+	return (size_t)r;
+}
+
+int pb_slot_current(const unsigned char *section, uint64_t section_size,
+		    const char **why)
+{
+	const char *bad[PBITMAP_NR_SLOTS];
+	uint64_t runs[PBITMAP_NR_SLOTS];
+	size_t stride, size = pb_slot_size(section_size, &stride);
+	int cur = -1;
+
+	if (size < sizeof(struct pbitmap_header)) {
+		const struct pbitmap_header *h = (const void *)section;
+
+		*why = section_size >= sizeof(*h) && le16toh(h->version) == 1 ?
+			"format version 1 (an earlier pbitmap): pbitmap add stamps it anew" :
+			"section size holds no two record slots";
+		return -1;
+	}
+	for (int i = 0; i < PBITMAP_NR_SLOTS; i++) {
+		const unsigned char *slot = section + (size_t)i * stride;
+
+		bad[i] = pb_record_check(slot, size);
+		runs[i] = le64toh(((const struct pbitmap_header *)slot)->runs);
+		if (!bad[i] && (cur < 0 || runs[i] > runs[cur]))
+			cur = i;
+	}
+	if (cur < 0)
+		*why = bad[0];
+	return cur;
+}
+
 int pb_record_init(struct pb_record *r, uint64_t content_size,
 		   unsigned int page_shift, unsigned int nr_planes,
 		   unsigned int threshold, uint32_t flags)
@@ -46,7 +109,8 @@ int pb_record_init(struct pb_record *r, uint64_t content_size,
 	if (page_shift < PBITMAP_MIN_PAGE_SHIFT ||
 	    page_shift > PBITMAP_MAX_PAGE_SHIFT || nr_planes < 1 ||
 	    nr_planes > PBITMAP_MAX_PLANES || threshold < 1 ||
-	    threshold > nr_planes || (flags & ~PBITMAP_F_ALL)) {
+	    threshold > nr_planes || (flags & ~PBITMAP_F_ALL) ||
+	    ((flags & PBITMAP_F_NO_LEARN) && (flags & PBITMAP_F_LEARN_EVERY))) {
 		errno = EINVAL;
 		return PB_FAIL;
 	}
@@ -142,6 +206,8 @@ const char *pb_record_check(const void *buf, size_t size)
 		return "record shorter than its header";
 	if (le32toh(h->magic) != PBITMAP_MAGIC)
 		return "bad magic";
+	if (le16toh(h->version) == 1)
+		return "format version 1 (an earlier pbitmap): pbitmap add stamps it anew";
 	if (le16toh(h->version) != PBITMAP_VERSION)
 		return "unsupported version";
 	if (le16toh(h->header_size) != sizeof(*h))
@@ -149,6 +215,8 @@ const char *pb_record_check(const void *buf, size_t size)
 	flags = le32toh(h->flags);
 	if (flags & ~PBITMAP_F_ALL)
 		return "unknown flags";
+	if ((flags & PBITMAP_F_NO_LEARN) && (flags & PBITMAP_F_LEARN_EVERY))
+		return "two learning policies";
 	shift = h->page_shift;
 	if (shift < PBITMAP_MIN_PAGE_SHIFT || shift > PBITMAP_MAX_PAGE_SHIFT)
 		return "page shift out of range";

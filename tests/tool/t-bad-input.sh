@@ -348,11 +348,14 @@ for where in plane header undo orig-strtab orig-overlap; do
 	header) pos=$((off + 40)) ;;
 	undo) pos=$((off + 56)) ;;
 	esac
+	# In both slots: either alone leaves the other current.
+	read -r _ slot0 slot1 < <($ELFCHECK slots "$f") || fail "no slots after add"
 	python3 -c '
 import sys
 with open(sys.argv[1], "r+b") as f:
-    f.seek(int(sys.argv[2])); b = f.read(1); f.seek(int(sys.argv[2]))
-    f.write(bytes([b[0] ^ 0x5a]))' "$f" "$pos" || fail "flip"
+    for pos in map(int, sys.argv[2:]):
+        f.seek(pos); b = f.read(1); f.seek(pos)
+        f.write(bytes([b[0] ^ 0x5a]))' "$f" "$pos" "$((pos + slot1 - slot0))" || fail "flip"
 	snapshot "$f"
 	expect_status 1 "$PBITMAP" verify "$f"
 	grep -qF "pbitmap: $f: " "$ERR" && grep -qi "checksum" "$ERR" ||

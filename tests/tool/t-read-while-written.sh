@@ -8,9 +8,12 @@
 #      fgetxattr() calls of a reader that asks for the size first
 #      (before the fix: "reading the user.pbitmap attribute: Numerical
 #      result out of range");
-#   B. an ELF record rewritten in place under LOCK_EX, as the kernel's
-#      write-back does (issue 11): half old, half new, it fails its
-#      checksum (before the fix: "invalid bitmap: checksum mismatch").
+#   B. an ELF record rewritten in place under LOCK_EX (issue 11): half
+#      old, half new, it fails its checksum (before the fix: "invalid
+#      bitmap: checksum mismatch").  The kernel writes the other slot, so a
+#      torn slot is no longer all a reader has; here slot 1 is made unusable
+#      first and slot 0 rewritten, the case the re-read under the lock
+#      still covers (a file written in place by something else).
 # Writers here follow the protocol: they hold flock(LOCK_EX) while they
 # write.  A uses an attribute writer as fast as Python can go, B writes each
 # record in two halves 20 ms apart, so both windows are hit within seconds.
@@ -26,6 +29,7 @@
 
 source "$(dirname "$0")/../lib.sh"
 need python3 getfattr cp
+ELFCHECK="python3 $TOP/tests/elfcheck.py"
 SECONDS_EACH=3	# A and B; C takes 2 s per file
 
 d=$(tmpdir)
@@ -112,6 +116,10 @@ cp -a "$elf" "$d/prog-b"
 off=$(json_field "$elf" record_offset)
 size=$(json_field "$elf" record_size)
 [[ $(json_field "$d/prog-b" record_offset) == "$off" ]] || fail "set moved the record: cannot alternate in place"
+# The writer rewrites slot 0 in place; slot 1, which a reader would fall
+# back to, is made unusable first, so that a torn slot 0 is all there is.
+read -r _ slot0 slot1 < <($ELFCHECK slots "$elf") || fail "no slots in $elf"
+printf '\xff' | dd of="$elf" bs=1 seek=$((slot1 + size - 1)) conv=notrunc status=none
 dd if="$elf" of="$d/rec-a" bs=1 skip="$off" count="$size" status=none
 dd if="$d/prog-b" of="$d/rec-b" bs=1 skip="$off" count="$size" status=none
 cmp -s "$d/rec-a" "$d/rec-b" && fail "the two records are the same"

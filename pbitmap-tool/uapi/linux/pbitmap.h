@@ -16,6 +16,16 @@
  *
  * Once written, a record never changes size: learning rewrites only the
  * planes, @newest_plane, @runs, @last_update and @checksum in place.
+ *
+ * An ELF file's section holds the record twice, in two slots: slot 0 at
+ * the section's start, slot 1 at the record's size rounded up to
+ * PBITMAP_SLOT_ALIGN; the section is that long plus the record's size.
+ * Both slots have the same geometry and say the section's offset in
+ * @record_offset.  The current record is the valid slot (checksum and
+ * all) with the larger @runs, slot 0 when they are equal.  The kernel
+ * writes a new generation into the other slot only, so a write torn by a
+ * crash leaves the current slot intact: a reader finds the old generation
+ * or the new one, never neither.  The tool writes both slots alike.
  */
 #ifndef _UAPI_LINUX_PBITMAP_H
 #define _UAPI_LINUX_PBITMAP_H
@@ -24,7 +34,7 @@
 
 /* "PBMP" as bytes in the file. */
 #define PBITMAP_MAGIC			0x504d4250
-#define PBITMAP_VERSION			1
+#define PBITMAP_VERSION			2
 
 /*
  * ELF executables and shared libraries carry the record in a
@@ -35,6 +45,9 @@
 #define PBITMAP_SECTION_NAME		".pbitmap"
 /* The record starts on a boundary of this size, past every PT_LOAD byte. */
 #define PBITMAP_RECORD_ALIGN		4096
+/* Slots of an ELF record, and the alignment of slot 1 within the section. */
+#define PBITMAP_NR_SLOTS		2
+#define PBITMAP_SLOT_ALIGN		512
 
 /* Other regular files carry it, zstd-compressed, in this extended attribute. */
 #define PBITMAP_XATTR_NAME		"user.pbitmap"
@@ -58,11 +71,19 @@
 /* Planes are whole 64-bit words so they can be used as native bitmaps. */
 #define PBITMAP_PLANE_ALIGN		8
 
-/* The kernel must never write learned pages back into this record. */
+/*
+ * Whose runs the kernel may learn into this record, as chosen by whoever
+ * may write the file (vm.pbitmap_learn is the upper bound): never
+ * (PBITMAP_F_NO_LEARN), its owner's runs (neither flag), or every run
+ * (PBITMAP_F_LEARN_EVERY; set-id files and files with capabilities still
+ * learn only their owner's runs).  At most one of the two is set.
+ */
 #define PBITMAP_F_NO_LEARN		(1U << 0)
 /* The record lives in the PBITMAP_XATTR_NAME attribute, not in an ELF section. */
 #define PBITMAP_F_XATTR			(1U << 1)
-#define PBITMAP_F_ALL			(PBITMAP_F_NO_LEARN | PBITMAP_F_XATTR)
+#define PBITMAP_F_LEARN_EVERY		(1U << 2)
+#define PBITMAP_F_ALL			(PBITMAP_F_NO_LEARN | PBITMAP_F_XATTR | \
+					 PBITMAP_F_LEARN_EVERY)
 
 /**
  * struct pbitmap_header - the fixed part of a pbitmap record (128 bytes)
@@ -86,7 +107,8 @@
  * @orig_shnum: ELF undo data: e_shnum before stamping
  * @orig_shstrndx: ELF undo data: e_shstrndx before stamping
  * @reserved0: zero
- * @record_offset: ELF: file offset of this header; 0 in an xattr
+ * @record_offset: ELF: file offset of the section, slot 0's header, in both
+ *	slots; 0 in an xattr
  * @tail_size: ELF: bytes appended after @content_size (padding, record,
  *	.shstrtab copy, section header table); 0 in an xattr
  * @reserved: zero
@@ -130,7 +152,7 @@ struct pbitmap_xattr {
 /**
  * struct pbitmap_marker - the PBITMAP_XATTR_NAME value of a stamped ELF file
  * @magic: PBITMAP_MARKER_MAGIC
- * @record_size: size of the record, the section's sh_size
+ * @record_size: size of the section, its sh_size: both slots
  * @record_offset: file offset of the record, the section's sh_offset
  * @file_size: size of the stamped file; a marker for another size is stale
  * @checksum: CRC-32 (as @checksum of struct pbitmap_header) of the 32
