@@ -5,14 +5,15 @@
                               up to 8 GiB of content, then a record of 16
                               planes of 262136 bytes (128 + 16 * 262136 =
                               4 MiB exactly) marking every odd granule in
-                              its newest plane, then STAMPED's .shstrtab
+                              its newest plane, twice (the section's two
+                              slots), then STAMPED's .shstrtab
                               copy and section headers, moved to follow it;
                               and OUT's user.pbitmap marker
 
 STAMPED must be stamped (pbitmap add).  The result passes every check the
 kernel makes: its record is parsed, and its extent walk is the longest a
 record can ask for (2 Mi granules times 16 planes, a run every other
-granule).  The file is sparse: it takes about 4 MiB of disk.  Uses
+granule).  The file is sparse: it takes about 8 MiB of disk.  Uses
 craft.py's Image (beside this script) for the ELF and record fields.
 """
 import os
@@ -36,15 +37,17 @@ def main(argv):
     h = img.header()
     if h["page_shift"] != 12:
         sys.exit("craft-big.py: STAMPED must have 4 KiB granules")
-    old_tail = img.rec_off + img.rec_size
+    old_tail = img.rec_off + img.sec_size
     plane_size = (MAX_RECORD - HEADER) // PLANES // 8 * 8
     nr_pages = plane_size * 8
     content = nr_pages << 12
     rec_size = HEADER + PLANES * plane_size
     assert rec_size <= MAX_RECORD
-    delta = content + rec_size - old_tail
+    stride = (rec_size + 511) // 512 * 512
+    sec_size = stride + rec_size
+    delta = content + sec_size - old_tail
     tail = bytearray(img.data[old_tail:])
-    file_size = content + rec_size + len(tail)
+    file_size = content + sec_size + len(tail)
 
     # The section headers live in the tail: every offset into the tail moves
     # by delta; .pbitmap now describes the big record.
@@ -54,7 +57,7 @@ def main(argv):
         at = shoff - old_tail + i * img.sh.size
         f = list(img.sh.unpack_from(tail, at))
         if f[1] == craft.PBITMAP_SHT:
-            f[4], f[5] = content, rec_size
+            f[4], f[5] = content, sec_size
         elif f[4] >= old_tail:
             f[4] += delta
         img.sh.pack_into(tail, at, *f)
@@ -71,10 +74,10 @@ def main(argv):
     with open(out, "wb") as f:
         f.write(head)
         f.seek(content)
-        f.write(rec)
+        f.write(rec + bytes(stride - rec_size) + rec)
         f.write(tail)
     os.chmod(out, 0o755)
-    m = [craft.MARKER_MAGIC, rec_size, content, file_size, 0, 0]
+    m = [craft.MARKER_MAGIC, sec_size, content, file_size, 0, 0]
     m[4] = zlib.crc32(craft.MARKER.pack(*m))
     os.setxattr(out, "user.pbitmap", craft.MARKER.pack(*m))
     print(f"{out}: {file_size} bytes, record of {rec_size} bytes at {content}, "

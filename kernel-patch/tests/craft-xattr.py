@@ -161,7 +161,7 @@ def record_for(content_size, planes=4, shift=None, marked=(0, 1)):
     nr = (content_size + (1 << shift) - 1) >> shift
     ps = plane_bytes(content_size, shift)
     h = dict.fromkeys(NAMES, 0)
-    h.update(magic=PBITMAP_MAGIC, version=1, header_size=128, flags=F_XATTR, nr_pages=nr,
+    h.update(magic=PBITMAP_MAGIC, version=2, header_size=128, flags=F_XATTR, nr_pages=nr,
              content_size=content_size, plane_size=ps, page_shift=shift, nr_planes=planes,
              threshold=1, reserved=b"\0" * 40)
     planes_b = bytearray(planes * ps)
@@ -285,7 +285,10 @@ class Lib:
         for i in range(shnum):
             f = sh.unpack_from(data, shoff + i * sh.size)
             if f[1] == PBITMAP_SHT:
-                self.rec_off, self.rec_size = f[4], f[5]
+                # Two slots of rec_size bytes, stride apart (uapi/linux/pbitmap.h).
+                self.rec_off, self.sec_size = f[4], f[5]
+                k = (self.sec_size + 1023) // 1024
+                self.rec_size, self.stride = self.sec_size - k * 512, k * 512
                 break
         else:
             sys.exit("craft-xattr.py: no .pbitmap section (stamp it with pbitmap add)")
@@ -306,15 +309,18 @@ def marker(off, size, file_size, magic=PBEM, reserved=0, crc=None):
 
 
 def lib_cases(lib):
-    off, size, fsize = lib.rec_off, lib.rec_size, len(lib.data)
+    off, size, fsize = lib.rec_off, lib.sec_size, len(lib.data)
     good = marker(off, size, fsize)
     rec = lib.record()
     flip = bytearray(rec)
     flip[128] ^= 0x01                       # page 0: inside any file, the CRC no longer matches
 
     def with_record(new):
-        return lib.data[:off] + new + lib.data[off + len(new):]
-    grown = lib.data + b"\0" * (MAX_RECORD + 4096)
+        """@new in both slots: either alone leaves the other current."""
+        s1 = off + lib.stride
+        return (lib.data[:off] + new + lib.data[off + len(new):s1] + new +
+                lib.data[s1 + len(new):])
+    grown = lib.data + b"\0" * (2 * MAX_RECORD + 4096)
     return [
         # name, file bytes (None: unchanged), attribute, reason
         ("valid", None, good, "accept"),
@@ -335,7 +341,7 @@ def lib_cases(lib):
         # pointing into the program's own bytes: no record there
         ("offset-in-load", None, marker(4096, size, fsize), "header"),
         ("offset-zero", None, marker(0, size, fsize), "header"),
-        ("size-too-large", grown, marker(off, MAX_RECORD + 4096, len(grown)), "size"),
+        ("size-too-large", grown, marker(off, 2 * MAX_RECORD + 4096, len(grown)), "size"),
         ("record-checksum", with_record(bytes(flip)), good, "checksum"),
         ("record-magic", with_record(edit(rec, magic=0x12345678)), good, "header"),
         ("record-xattr-flag", with_record(edit(rec, flags=F_XATTR)), good, "header"),

@@ -11,9 +11,10 @@ Every variant keeps the program's own bytes: only the record, the section header
 still run and print what the original prints, while the kernel rejects its record.
 The kernel finds the record through the marker alone, so every variant gets a marker
 that describes its (crafted) section, then the marker cases break the marker itself.
-Record edits other than the checksum case recompute the CRC, and marker edits other
-than marker-checksum recompute the marker's, so that each case reaches the check it
-is meant for.  Self-contained on purpose: it does not share code with the tool.
+The section holds the record in two slots (uapi/linux/pbitmap.h) and the kernel takes
+either valid one, so every record edit is made to both.  Record edits other than the
+checksum case recompute the CRC, and marker edits other than marker-checksum recompute
+the marker's, so that each case reaches the check it is meant for.  Self-contained on purpose: it does not share code with the tool.
 """
 import os
 import struct
@@ -55,7 +56,11 @@ class Image:
         else:
             sys.exit("craft.py: no .pbitmap section (stamp it with pbitmap add)")
         fields = self.sh.unpack_from(data, self.shdr_at)
-        self.rec_off, self.rec_size = fields[4], fields[5]
+        self.rec_off, self.sec_size = fields[4], fields[5]
+        # Slots of r bytes round_up(r, 512) apart: r follows from the section size.
+        k = (self.sec_size + 1023) // 1024
+        self.rec_size = self.sec_size - k * 512
+        self.slots = [self.rec_off, self.rec_off + k * 512]
         self.marker_edit = None
         self.marker_len = MARKER.size
 
@@ -78,14 +83,16 @@ class Image:
         return dict(zip(NAMES, HDR.unpack_from(self.data, self.rec_off)))
 
     def set_header(self, h, reseal=True):
-        HDR.pack_into(self.data, self.rec_off, *(h[n] for n in NAMES))
+        for at in self.slots:
+            HDR.pack_into(self.data, at, *(h[n] for n in NAMES))
         if reseal:
             self.reseal()
 
     def reseal(self):
-        rec = bytearray(self.data[self.rec_off:self.rec_off + self.rec_size])
-        rec[8:12] = b"\0\0\0\0"
-        struct.pack_into("<I", self.data, self.rec_off + 8, zlib.crc32(bytes(rec)))
+        for at in self.slots:
+            rec = bytearray(self.data[at:at + self.rec_size])
+            rec[8:12] = b"\0\0\0\0"
+            struct.pack_into("<I", self.data, at + 8, zlib.crc32(bytes(rec)))
 
     def set_section(self, offset=None, size=None):
         f = list(self.sh.unpack_from(self.data, self.shdr_at))
@@ -121,21 +128,22 @@ def field_case(fn):
 
 
 def bad_checksum(img):
-    img.data[img.rec_off + HDR.size] ^= 0x01
+    for at in img.slots:
+        img.data[at + HDR.size] ^= 0x01
 
 
 def bits_past_end(img):
     h = img.header()
-    last = img.rec_off + HDR.size + h["plane_size"] - 1
     if h["nr_pages"] % 64 == 0:
         sys.exit("craft.py: no spare bits past the last page in this file")
-    img.data[last] |= 0x80
+    for at in img.slots:
+        img.data[at + HDR.size + h["plane_size"] - 1] |= 0x80
     img.reseal()
 
 
 def too_large(img):
-    # A record larger than the kernel reads (4 MiB), inside the file.
-    size = (4 << 20) + 4096
+    # A section larger than the kernel reads (two 4 MiB slots), inside the file.
+    size = (8 << 20) + 4096
     img.data.extend(b"\0" * size)
     img.set_section(size=size)
 
@@ -160,7 +168,9 @@ MAX64 = (1 << 64) - 1
 CASES = [
     # name, edit, expected reason
     ("magic", header_case(magic=0x12345678), "header"),
-    ("version", header_case(version=2), "header"),
+    ("version-1", header_case(version=1), "header"),
+    ("version-3", header_case(version=3), "header"),
+    ("two-policies", header_case(flags=(1 << 0) | (1 << 2)), "header"),
     ("header-size", header_case(header_size=64), "header"),
     ("unknown-flag", header_case(flags=1 << 7), "header"),
     ("xattr-flag", header_case(flags=2), "header"),

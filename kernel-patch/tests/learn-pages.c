@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * learn-pages: touch chosen pages of this program's own file, for the
- * learning tests (t-learn, t-learn-storm).
+ * learning tests (t-learn, t-learn-storm, t-learn-rules).
  *
  *   learn-pages MODE [SLEEP_MS]
  *
@@ -9,6 +9,8 @@
  *   A  touch array pages 0-63
  *   B  touch array pages 128-191
  *   W  touch A, sleep SLEEP_MS, touch B (the start-up window test)
+ *   a  touch A, then sleep SLEEP_MS (two learners' windows, t-learn-rules)
+ *   b  sleep SLEEP_MS, then touch B
  *   0  touch nothing of the array
  * Prints "first=N sum=S": N is the file page index of the array's first
  * page (from /proc/self/maps), S a sum of the bytes read, so that the
@@ -66,13 +68,21 @@ static long blob_file_page(void)
 	return -1;
 }
 
+static void nap(const char *ms_arg)
+{
+	long ms = strtol(ms_arg, NULL, 10);
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
 int main(int argc, char **argv)
 {
 	unsigned long sum = 0;
 	long first;
 
 	if (argc < 2 || strlen(argv[1]) != 1) {
-		fprintf(stderr, "usage: learn-pages A|B|W|0 [SLEEP_MS]\n");
+		fprintf(stderr, "usage: learn-pages A|B|W|a|b|0 [SLEEP_MS]\n");
 		return 2;
 	}
 	switch (argv[1][0]) {
@@ -82,15 +92,19 @@ int main(int argc, char **argv)
 	case 'B':
 		sum = touch(128, 64);
 		break;
-	case 'W': {
-		long ms = argc > 2 ? strtol(argv[2], NULL, 10) : 2000;
-		struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
+	case 'W':
 		sum = touch(0, 64);
-		nanosleep(&ts, NULL);
+		nap(argc > 2 ? argv[2] : "2000");
 		sum += touch(128, 64);
 		break;
-	}
+	case 'a':
+		sum = touch(0, 64);
+		nap(argc > 2 ? argv[2] : "2000");
+		break;
+	case 'b':
+		nap(argc > 2 ? argv[2] : "2000");
+		sum = touch(128, 64);
+		break;
 	case '0':
 		break;
 	default:

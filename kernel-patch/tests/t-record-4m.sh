@@ -7,9 +7,9 @@
 # extent walk a record can ask for).  After drop_caches, a program maps its
 # first page (nothing marked there: no prefetch); the mmap() call parses
 # the record.  The read requests on the root disk during that call must be
-# at most ceil(4 MiB / max_sectors_kb) + 2 (the record read ahead whole,
-# plus the inode's block and one more); the record was read a page at a
-# time before, about 1024 synchronous requests.  The parse must be kept
+# at most ceil(8 MiB / max_sectors_kb) + 2 (the section, the record's two
+# slots, read ahead whole, plus the inode's block and one more); the record
+# was read a page at a time before, about 1024 synchronous requests.  The parse must be kept
 # (pbitmap_cache_miss +1, no rejection).  On a kernel with the soft-lockup
 # detector (the debug kernel of make vm-debug-check), kernel.watchdog_thresh
 # is lowered to 1 s, so that a walk which does not yield for 2 s is
@@ -42,7 +42,8 @@ python3 "$HERE/craft-big.py" lib.so big.so || fail "craft-big.py"
 pbitmap verify -q big.so || fail "the tool does not accept the crafted 4 MiB record"
 sync
 max_kb=$(cat /sys/block/vda/queue/max_sectors_kb)
-bound=$(((4096 + max_kb - 1) / max_kb + 2))
+# Two slots of 4 MiB and the 512-byte alignment between them.
+bound=$(((8193 + max_kb - 1) / max_kb + 2))
 
 cold_cond on
 [ -z "$thresh" ] || echo 1 >/proc/sys/kernel/watchdog_thresh
