@@ -136,7 +136,8 @@ vm-check: kernel image
 # debug/), and those of make check whose code paths are worth KASAN,
 # lockdep and the soft-lockup detector (t-record-4m checks the latter only
 # where the kernel has it).  Everything the tests source comes along.
-VM_DEBUG_TESTS := t-kunit t-crafted t-learn t-cache-share t-cache-attacker t-record-4m t-crafted-mmap t-learn-vma-lock \
+VM_DEBUG_TESTS := t-kunit t-crafted t-learn t-learn-rules t-learn-crash t-cache-share t-cache-attacker t-record-4m \
+		  t-crafted-mmap t-learn-vma-lock \
 		  t-memcg-prefetch t-learn-storm
 VM_DEBUG_DIR := $(BUILD)/vm-debug-tests
 vm-debug-check:
