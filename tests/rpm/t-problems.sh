@@ -7,7 +7,8 @@
 # Then every kind of trouble, each of which must leave the transaction
 # successful (rpm exit 0, package installed) with one readable line:
 # an ELF executable pbitmap cannot stamp (no section header table) next to a
-# good one; a PBITMAP_TIMEOUT that is not a number; pbitmap crashing
+# good one; a PBITMAP_TIMEOUT that is not a number; a PBITMAP_LEARN that is
+# no policy (and owner, honoured); pbitmap crashing
 # (SIGSEGV); pbitmap running past PBITMAP_TIMEOUT; pbitmap missing.
 # Why: a file trigger that fails would fail every install on the system.
 
@@ -70,6 +71,20 @@ assert_summary "$ERR" 2 0 0 0
 expect_status 0 rpmi -e pbsample
 cp "$SAMPLE_DIR/pbitmap.conf.orig" "$conf"
 pass "bad PBITMAP_TIMEOUT: one line, default used, files stamped"
+
+sed -i 's/^PBITMAP_LEARN=.*/PBITMAP_LEARN=sometimes/' "$conf"
+expect_status 0 rpmi -i "$v1"
+grep -qF 'PBITMAP_LEARN=sometimes is not never, owner or every; using every' "$ERR" ||
+	fail "no line about the bad PBITMAP_LEARN: $(cat "$ERR")"
+assert_summary "$ERR" 2 0 0 0
+expect_status 0 rpmi -e pbsample
+sed -i 's/^PBITMAP_LEARN=.*/PBITMAP_LEARN=owner/' "$conf"
+expect_status 0 rpmi -i "$v1"
+pol=$("$PBITMAP" show --json "$R/usr/bin/pbhello" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["learn_policy"])')
+[[ $pol == owner ]] || fail "PBITMAP_LEARN=owner: stamped with $pol"
+expect_status 0 rpmi -e pbsample
+cp "$SAMPLE_DIR/pbitmap.conf.orig" "$conf"
+pass "PBITMAP_LEARN: a bad value is reported and every used; owner is honoured"
 
 # Stand-ins for a broken pbitmap (the real one is put back afterwards).
 cp -p "$R/usr/bin/pbitmap" "$SAMPLE_DIR/pbitmap.real"
