@@ -16,6 +16,7 @@ FUZZ_SECONDS ?= 600
 TOOL_DIR := pbitmap-tool
 SRCS     := $(sort $(wildcard $(TOOL_DIR)/src/*.c))
 HDRS     := $(wildcard $(TOOL_DIR)/src/*.h) $(TOOL_DIR)/uapi/linux/pbitmap.h
+FUZZ_HDRS := $(wildcard $(TOOL_DIR)/fuzz/*.h)
 
 # -Werror only under `make check` (and so CI), which sets PBITMAP_WERROR=1:
 # a newer compiler's new warnings must not stop someone building the tool.
@@ -74,11 +75,11 @@ $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(RUN_SRCS) $(RUN_LIBS)
 
-# Two fuzz targets (pbitmap-tool/fuzz/): fuzz_parse links the parsing modules
+# Three fuzz targets (pbitmap-tool/fuzz/): fuzz_parse links the parsing modules
 # only, not the command modules (it defines the message functions of
 # messages.c itself, silently); fuzz_stamp runs the verbs that write on a
 # file, so it links everything but main.c and the modules of record, run,
-# prefetch and stamp --rpm.
+# prefetch and stamp --rpm; fuzz_import (profiles, `import`) links what fuzz_stamp does.
 FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c observe.c prefetch.c \
 	     $(notdir $(wildcard $(TOOL_DIR)/src/cmd-*.c))
 FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
@@ -86,13 +87,19 @@ FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
 FUZZ_STAMP_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,main.c cmd-record.c observe.c prefetch.c rpm.c),$(SRCS)) \
 		   $(TOOL_DIR)/fuzz/fuzz_stamp.c
 FUZZ_CFLAGS := $(CPPFLAGS) -std=c11 -O1 -g -fsanitize=fuzzer,address,undefined -DPBITMAP_FUZZING
-FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_stamp
+FUZZ_IMPORT_SRCS := $(filter-out %/fuzz_stamp.c,$(FUZZ_STAMP_SRCS)) $(TOOL_DIR)/fuzz/fuzz_import.c
+FUZZ_TARGETS := $(BUILD)/fuzz/fuzz_parse $(BUILD)/fuzz/fuzz_stamp $(BUILD)/fuzz/fuzz_import
 $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS) $(LIBS)
-$(BUILD)/fuzz/fuzz_stamp: $(FUZZ_STAMP_SRCS) $(HDRS) | $(BUILD)
+$(BUILD)/fuzz/fuzz_stamp: $(FUZZ_STAMP_SRCS) $(HDRS) $(FUZZ_HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz
 	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_STAMP_SRCS) $(LIBS)
+
+$(BUILD)/fuzz/fuzz_import: $(FUZZ_IMPORT_SRCS) $(HDRS) $(FUZZ_HDRS) | $(BUILD)
+	@mkdir -p $(BUILD)/fuzz
+	clang $(FUZZ_CFLAGS) -DPBITMAP_FUZZ_SEEDS='"$(CURDIR)/$(TOOL_DIR)/fuzz/seeds"' \
+		-o $@ $(FUZZ_IMPORT_SRCS) $(LIBS)
 
 $(BUILD):
 	@mkdir -p $(BUILD)

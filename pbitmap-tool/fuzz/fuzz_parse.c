@@ -7,6 +7,8 @@
  *   pb_record_check()      a raw record, as found in a .pbitmap section
  *   pb_xattr_decode()      a user.pbitmap attribute value (zstd inside)
  *   pb_marker_check()      a user.pbitmap marker of a stamped ELF file
+ *   pb_anchors_of()        an ELF file's sections, .dynsym and .eh_frame_hdr
+ *                          table and FDEs (portable profiles' anchors)
  *
  * A record that passes the checks is then used the way the tool uses it
  * (generations, effective bitmap, runs), so that "valid" really means safe.
@@ -23,6 +25,7 @@
 #include <string.h>
 
 #include "pbitmap.h"
+#include "profile.h"
 
 const char *pb_progname = "pbitmap";
 int pb_verbose;
@@ -113,9 +116,24 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct pb_record r = { 0 };
+	struct pb_anchors anchors;
+	char build_id[2 * PB_BUILD_ID_MAX + 1];
 	unsigned char *copy;
 
 	(void)pb_elf_check_memory(data, size);
+
+	/* Anchors: every one must lie within the image. */
+	copy = malloc(size ? size : 1);
+	if (!copy)
+		return 0;
+	memcpy(copy, data, size);
+	if (!pb_anchors_of(copy, size, &anchors, build_id))
+		for (size_t i = 0; i < anchors.n; i++)
+			if (!anchors.v[i].size || anchors.v[i].offset > size ||
+			    anchors.v[i].size > size - anchors.v[i].offset)
+				abort();
+	pb_anchors_free(&anchors);
+	free(copy);
 
 	/* Records are read into malloc'ed buffers: give the parser one too. */
 	copy = malloc(size ? size : 1);

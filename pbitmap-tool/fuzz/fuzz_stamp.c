@@ -44,7 +44,9 @@
 
 #include "cli.h"
 #include "pbitmap.h"
+#include "fuzzlib.h"
 
+const char fuzz_name[] = "fuzz_stamp";
 static char dir[64], file[96], orig[96];
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -72,53 +74,6 @@ void pb_print_verb_help(const char *name)
 	abort();
 }
 
-/* Run a verb as main() does: argv[0] is the verb, getopt starts afresh. */
-static int verb(int (*run)(int, char **), ...)
-{
-	char *argv[16];
-	int argc = 0;
-	va_list ap;
-
-	va_start(ap, run);
-	while (argc < 15 && (argv[argc] = va_arg(ap, char *)))
-		argc++;
-	va_end(ap);
-	argv[argc] = NULL;
-	optind = 0;
-	pb_verbose = 0;
-	pb_quiet = 0;
-	return run(argc, argv);
-}
-
-static void check(bool ok, const char *what)
-{
-	if (!ok) {
-		fprintf(stderr, "fuzz_stamp: %s\n", what);
-		abort();
-	}
-}
-
-/* The whole content of @path (malloc'ed, *size set), or NULL. */
-static unsigned char *slurp(const char *path, size_t *size)
-{
-	FILE *fp = fopen(path, "rb");
-	unsigned char *buf = NULL;
-	long len;
-
-	if (!fp)
-		return NULL;
-	if (fseek(fp, 0, SEEK_END) == 0 && (len = ftell(fp)) >= 0 &&
-	    fseek(fp, 0, SEEK_SET) == 0 && (buf = malloc((size_t)len + 1)) &&
-	    fread(buf, 1, (size_t)len, fp) == (size_t)len) {
-		*size = (size_t)len;
-	} else {
-		free(buf);
-		buf = NULL;
-	}
-	fclose(fp);
-	return buf;
-}
-
 static bool same(const char *path, const void *data, size_t size)
 {
 	size_t n = 0;
@@ -127,17 +82,6 @@ static bool same(const char *path, const void *data, size_t size)
 
 	free(buf);
 	return eq;
-}
-
-static void write_file(const char *path, const void *data, size_t size)
-{
-	int fd;
-
-	unlink(path);
-	fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
-	check(fd >= 0, "cannot create the input file");
-	check(size == 0 || write(fd, data, size) == (ssize_t)size, "cannot write the input file");
-	close(fd);
 }
 
 /* Lowercase hex sha256 of @data, as `pbitmap digest` prints it. */

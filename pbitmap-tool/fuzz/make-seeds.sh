@@ -9,6 +9,10 @@
 #   xattr-value        a user.pbitmap attribute value (zstd-compressed record)
 #   marker-value       the user.pbitmap marker of elf64-stamped (32 bytes; its
 #                      CRC is out of the fuzzer's reach without a seed)
+#   profile-elf64      `pbitmap export` of elf64-stamped (sections only)
+#   profile-true       `pbitmap export` of a stamped /usr/bin/true, pages
+#                      0,2-4,6 marked (sections, functions)
+#   profile-data       `pbitmap export` of a data file, 8 KiB marked
 # Usage: pbitmap-tool/fuzz/make-seeds.sh [PBITMAP]   (default build/asan/pbitmap)
 # Needs gcc with -m32 support and a filesystem with user xattrs for TMPDIR.
 set -eu -o pipefail
@@ -52,8 +56,21 @@ python3 -c 'import os, sys; sys.stdout.buffer.write(os.getxattr(sys.argv[1], "us
 python3 -c 'import os, sys; sys.stdout.buffer.write(os.getxattr(sys.argv[1], "user.pbitmap"))' \
 	"$t/elf64-stamped" >"$t/marker-value"
 
+# Profiles name their files by the last path component, as a package would keep them.
+"$pb" export "$t/elf64-stamped" | sed "s|$t/elf64-stamped|prog|" >"$t/profile-elf64"
+cp /usr/bin/true "$t/true"
+"$pb" add -q "$t/true"
+"$pb" set --pages 0,2-4,6 "$t/true"
+"$pb" export "$t/true" | sed "s|$t/||" >"$t/profile-true"
+python3 -c 'import sys; sys.stdout.buffer.write(bytes((i * 7) & 255 for i in range(20000)))' \
+	>"$t/pdata"
+"$pb" add -q "$t/pdata"
+"$pb" set --ranges 0-8K "$t/pdata"
+"$pb" export "$t/pdata" | sed "s|$t/pdata|data|" >"$t/profile-data"
+
 mkdir -p "$out"
-for f in elf64-stamped elf32-stamped elf64-plain elf64-interrupted record-raw xattr-value marker-value; do
+for f in elf64-stamped elf32-stamped elf64-plain elf64-interrupted record-raw xattr-value marker-value \
+	 profile-elf64 profile-true profile-data; do
 	(($(stat -c %s "$t/$f") < 20480)) || { echo "$f is too large for a seed" >&2; exit 1; }
 	install -m 0644 "$t/$f" "$out/$f"
 done

@@ -12,6 +12,7 @@
  *   cmd-undo.c   undo, digest
  *   cmd-show.c   show, verify
  *   cmd-edit.c   set, clear, merge
+ *   cmd-profile.c export, import (the format: profile.h)
  *   cmd-record.c record (observing CMD: observe.c, observe.h)
  *   prefetch.c   prefetch, run;  rpm.c  stamp, rpm-verify
  */
@@ -129,5 +130,7 @@ int pb_cmd_verify(int argc, char **argv);
 int pb_cmd_set(int argc, char **argv);
 int pb_cmd_clear(int argc, char **argv);
 int pb_cmd_merge(int argc, char **argv);
+int pb_cmd_export(int argc, char **argv);
+int pb_cmd_import(int argc, char **argv);
 
 #endif /* PBITMAP_CLI_H */

@@ -1,9 +1,12 @@
 #!/bin/bash
-# t-fuzz: libFuzzer on both targets, 15 s each, from the seeds in
+# t-fuzz: libFuzzer on the three targets, 15 s each, from the seeds in
 # pbitmap-tool/fuzz/seeds (stamped ELF files, an interrupted stamp, a raw
-# record, an xattr value, an ELF marker):
+# record, an xattr value, an ELF marker, two profiles):
 #   fuzz_parse  every parser of untrusted bytes (ELF inspection, raw record
 #               check, xattr decoding, marker check; pbitmap-tool/fuzz/fuzz_parse.c);
+#   fuzz_import profiles: parse, round trip, carrying into a large ELF
+#               file, `import` into an ELF and a data file (a refused one
+#               changes nothing; pbitmap-tool/fuzz/fuzz_import.c);
 #   fuzz_stamp  the verbs that write, run on a file holding the input (add,
 #               verify, show, digest, set, clear, re-stamp, strip), asserting
 #               that a failed add changes nothing and strip gives back what
@@ -21,7 +24,7 @@ SECONDS_TO_RUN=${FUZZ_SECONDS:-15}
 [[ -d $SEEDS ]] && compgen -G "$SEEDS/*" >/dev/null || fail "no seeds in $SEEDS"
 note "$(ls "$SEEDS" | wc -l) seeds"
 
-for target in fuzz_parse fuzz_stamp; do
+for target in fuzz_parse fuzz_stamp fuzz_import; do
 	fuzz=$FUZZ_DIR/$target
 	[[ -x $fuzz ]] || fail "$fuzz is missing (make build/fuzz/$target)"
 	work=$(tmpdir)
