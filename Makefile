@@ -26,6 +26,15 @@ WARN     := -Wall -Wextra $(if $(filter 1,$(PBITMAP_WERROR)),-Werror) -Wshadow \
 CPPFLAGS := -D_GNU_SOURCE -I$(TOOL_DIR)/uapi -I$(TOOL_DIR)/src
 CFLAGS   := -std=c11 -O2 -g $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2
 LIBS     := -lelf -lzstd -lz -lcrypto
+# The tool itself: libelf, libzstd and libz linked in, libcrypto loaded with
+# dlopen() by the verbs that compute digests (digest.c).  Its start-up then
+# maps libc alone, which the program `pbitmap run` starts needs anyway: a
+# cold `pbitmap run` costs what the static pbitmap-run does (t-prefetch).
+LIBCRYPTO_SONAME := $(shell objdump -p $$($(CC) -print-file-name=libcrypto.so) 2>/dev/null | \
+		      sed -n 's/^ *SONAME *//p')
+TOOL_LIBS := -Wl,-Bstatic -lelf -lzstd -lz -Wl,-Bdynamic
+ASAN_LIBS := -lelf -lzstd -lz
+CPPFLAGS += $(if $(LIBCRYPTO_SONAME),-DPB_LIBCRYPTO_SONAME='"$(LIBCRYPTO_SONAME)"')
 VERSION  := $(shell cat $(TOOL_DIR)/VERSION)
 CPPFLAGS += -DPBITMAP_VERSION_STRING='"$(VERSION)"'
 
@@ -57,11 +66,11 @@ all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run
 # Building the tool builds its launcher too (pbitmap-run, below): the tests
 # of `run` need both, and `make build/pbitmap` is what everyone runs.
 $(BUILD)/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD) $(BUILD)/pbitmap-run
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRCS) $(LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRCS) $(TOOL_LIBS)
 
 $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
-	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(LIBS)
+	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(ASAN_LIBS)
 
 # The launcher (pbitmap-tool/run/pbitmap-run.c): `run` alone, static, no
 # libcrypto, so its own start-up costs a cold start as little as possible.
@@ -107,7 +116,7 @@ $(BUILD):
 # The compiler flags of the last build: when they change (`make check` after
 # a plain `make` adds -Werror), the binaries are rebuilt.  The file is
 # rewritten only when they differ, so that its time says when they changed.
-BUILD_FLAGS = $(CC) $(CPPFLAGS) $(CFLAGS) | $(SAN_CFLAGS) | $(LIBS)
+BUILD_FLAGS = $(CC) $(CPPFLAGS) $(CFLAGS) | $(SAN_CFLAGS) | $(LIBS) | $(TOOL_LIBS)
 $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-run $(BUILD)/asan/pbitmap-run: \
 	$(BUILD)/cflags
 $(BUILD)/cflags: FORCE | $(BUILD)

@@ -22,8 +22,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#include <openssl/evp.h>
-
 #include "pbitmap.h"
 #include "cli.h"
 #include "profile.h"
@@ -61,8 +59,6 @@ static int mem_sink(void *ctx, const void *buf, size_t len)
 int pb_target_load(struct pb_target *t, struct pb_file *f)
 {
 	struct membuf m = { 0 };
-	unsigned char sum[EVP_MAX_MD_SIZE];
-	unsigned int len = 0;
 
 	memset(t, 0, sizeof(*t));
 	t->f = f;
@@ -72,12 +68,11 @@ int pb_target_load(struct pb_target *t, struct pb_file *f)
 	}
 	t->orig = m.v;
 	t->size = m.n;
-	if (!EVP_Digest(m.v ? m.v : (unsigned char *)"", m.n, sum, &len, EVP_sha256(), NULL)) {
+	if (pb_digest_buffer(f->path, m.v ? m.v : (unsigned char *)"", m.n, "sha256",
+			     t->sha256)) {
 		pb_target_free(t);
-		return pb_error(f->path, "sha256 failed");
+		return PB_FAIL;
 	}
-	for (unsigned int i = 0; i < len; i++)
-		snprintf(t->sha256 + 2 * i, 3, "%02x", sum[i]);
 	if (f->kind == PB_KIND_ELF) {
 		const char *why = pb_anchors_of(t->orig, t->size, &t->anchors, t->build_id);
 

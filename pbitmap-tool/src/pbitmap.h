@@ -9,7 +9,8 @@
  *   pbfile.c   opening files safely, policy checks, the operations on a file
  *   replace.c  the writers' lock; changing a file by renaming a copy over it
  *   confine.c  --root: every file opened by name is resolved inside the root
- *   digest.c   digests of the original bytes (OpenSSL; not in pbitmap-run)
+ *   digest.c   digests of the original bytes (OpenSSL's libcrypto, loaded
+ *              with dlopen() only by the verbs that need it)
  *   observe.c  `pbitmap record`'s learning: ptrace and /proc/PID/pagemap
  *              (observe.h; cmd-record.c writes what it observed)
  *   pageset.c  sparse sets of page indices (what `record` observed)
@@ -369,6 +370,8 @@ int pb_read_original(struct pb_file *f,
  */
 #define PB_DIGEST_HEX_MAX	(2 * 64 + 1)
 int pb_digest_original(struct pb_file *f, const char *algo, char *hex);
+/* The same of @len bytes at @buf; errors name @path. */
+int pb_digest_buffer(const char *path, const void *buf, size_t len, const char *algo, char *hex);
 
 /*
  * Changing an ELF file (replace.c).  pb_stage() makes f->fd a private copy

@@ -155,7 +155,7 @@ struct pb_target {
 	struct pb_file *f;
 	unsigned char *orig;
 	size_t size;
-	char sha256[65];
+	char sha256[PB_DIGEST_HEX_MAX];
 	char build_id[2 * PB_BUILD_ID_MAX + 1];
 	struct pb_anchors anchors;	/* empty for a data file */
 };
