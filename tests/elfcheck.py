@@ -28,7 +28,7 @@ Exit status 0 when every check holds, 1 with a message on stderr otherwise.
 import struct
 import sys
 
-PBITMAP_SHT = 0x8E0F6B70
+SHT_PROGBITS = 1
 PBITMAP_MAGIC = 0x504D4250
 RECORD_ALIGN = 4096
 # struct pbitmap_header (uapi/linux/pbitmap.h), little-endian, 128 bytes.
@@ -107,8 +107,12 @@ class Elf:
 
 def record_of(elf):
     secs = elf.sections()
-    pb = [s for s in secs if s["type"] == PBITMAP_SHT]
-    check(len(pb) == 1, "%d sections of type PBITMAP_SHT" % len(pb))
+    pb = [s for s in secs if s["sname"] == ".pbitmap"]
+    check(len(pb) == 1, "%d sections named .pbitmap" % len(pb))
+    check(pb[0] is secs[-1], ".pbitmap is not the last section")
+    check(pb[0]["type"] == SHT_PROGBITS and pb[0]["flags"] == 0,
+          ".pbitmap: type %#x flags %#x, not SHT_PROGBITS without flags"
+          % (pb[0]["type"], pb[0]["flags"]))
     return secs, pb[0]
 
 

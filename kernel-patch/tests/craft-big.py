@@ -56,7 +56,7 @@ def main(argv):
     for i in range(shnum):
         at = shoff - old_tail + i * img.sh.size
         f = list(img.sh.unpack_from(tail, at))
-        if f[1] == craft.PBITMAP_SHT:
+        if i == shnum - 1:      # .pbitmap, appended last
             f[4], f[5] = content, sec_size
         elif f[4] >= old_tail:
             f[4] += delta

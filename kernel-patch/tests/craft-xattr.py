@@ -45,7 +45,7 @@ NAMES = ("magic version header_size checksum flags nr_pages content_size plane_s
 PBITMAP_MAGIC, PBXZ, PBEM = 0x504D4250, 0x5A584250, 0x4D454250
 F_XATTR = 2
 MAX_RECORD = 4 << 20
-PBITMAP_SHT = 0x8E0F6B70
+SHT_PROGBITS = 1
 MARKER = struct.Struct("<IIQQII")
 ZSTD_MAGIC = 0xFD2FB528
 BLOCK_MAX = 128 << 10
@@ -284,7 +284,7 @@ class Lib:
         sh = struct.Struct("<IIQQQQIIQQ")
         for i in range(shnum):
             f = sh.unpack_from(data, shoff + i * sh.size)
-            if f[1] == PBITMAP_SHT:
+            if i == shnum - 1 and f[1] == SHT_PROGBITS:     # .pbitmap, appended last
                 # Two slots of rec_size bytes, stride apart (uapi/linux/pbitmap.h).
                 self.rec_off, self.sec_size = f[4], f[5]
                 k = (self.sec_size + 1023) // 1024

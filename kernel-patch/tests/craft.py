@@ -21,7 +21,7 @@ import struct
 import sys
 import zlib
 
-PBITMAP_SHT = 0x8E0F6B70
+SHT_PROGBITS = 1
 MARKER = struct.Struct("<IIQQII")
 MARKER_MAGIC = 0x4D454250
 HDR = struct.Struct("<IHHIIQQIBBBBQQQIHHQQ40s")
@@ -50,7 +50,8 @@ class Image:
         shnum = struct.unpack_from("<H", data, self.shnum_at)[0]
         for i in range(shnum):
             at = shoff + i * self.sh.size
-            if self.sh.unpack_from(data, at)[1] == PBITMAP_SHT:
+            # pbitmap add appends .pbitmap as the last section, SHT_PROGBITS.
+            if i == shnum - 1 and self.sh.unpack_from(data, at)[1] == SHT_PROGBITS:
                 self.shdr_at = at
                 break
         else:

@@ -304,6 +304,23 @@ static int check_ehdr(struct pb_file *f, Elf *elf, struct pb_elf *e)
 	       pb_error_errno(f->path, "read") : 0;
 }
 
+/*
+ * The .pbitmap section: SHT_PROGBITS, no flags, and that name (libelf's
+ * elf_strptr() checks the name's bounds in the name table).  An ordinary
+ * section type, so that ELF checkers accept a stamped file; a section of
+ * that name that is not a stamp (made with objcopy --add-section) is then
+ * found damaged by its record or undo data, never trusted.
+ */
+static bool is_pbitmap_section(Elf *elf, const struct pb_elf *e, const GElf_Shdr *s)
+{
+	const char *name;
+
+	if (s->sh_type != SHT_PROGBITS || s->sh_flags)
+		return false;
+	name = elf_strptr(elf, e->ehdr.e_shstrndx, s->sh_name);
+	return name && !strcmp(name, PBITMAP_SECTION_NAME);
+}
+
 static bool overlaps(uint64_t a, uint64_t alen, uint64_t b, uint64_t blen)
 {
 	return alen && blen && a < b + blen && b < a + alen;
@@ -322,7 +339,7 @@ static int check_layout(struct pb_file *f, Elf *elf, struct pb_elf *e)
 
 		if (!gelf_getshdr(elf_getscn(elf, i), &s))
 			return libelf_fail(f, "unreadable section header");
-		if (s.sh_type == PBITMAP_SHT) {
+		if (is_pbitmap_section(elf, e, &s)) {
 			if (e->pb_index)
 				return elf_fail(f, "more than one .pbitmap section");
 			e->pb_index = i;
@@ -933,7 +950,7 @@ static GElf_Shdr *new_shdrs(struct pb_file *f, Elf *elf, const struct tail_layou
 	s[e->ehdr.e_shstrndx].sh_size = t->strtab_size;
 	s[e->shnum] = (GElf_Shdr){
 		.sh_name = (GElf_Word)name_off,
-		.sh_type = PBITMAP_SHT,
+		.sh_type = SHT_PROGBITS,
 		.sh_offset = t->record_offset,
 		.sh_size = section_size,
 		.sh_addralign = 8,

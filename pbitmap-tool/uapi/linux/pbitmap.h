@@ -38,10 +38,11 @@
 
 /*
  * ELF executables and shared libraries carry the record in a
- * non-allocated section of this type (in SHT_LOUSER..SHT_HIUSER), so the
- * kernel finds it from the section header table alone.
+ * non-allocated SHT_PROGBITS section of this name, the last section of
+ * the file: an ordinary section to ELF tools and checkers (eu-elflint
+ * rejects the types of SHT_LOUSER..SHT_HIUSER).  The kernel does not read
+ * section headers: the marker below says where the record is.
  */
-#define PBITMAP_SHT			0x8e0f6b70
 #define PBITMAP_SECTION_NAME		".pbitmap"
 /* The record starts on a boundary of this size, past every PT_LOAD byte. */
 #define PBITMAP_RECORD_ALIGN		4096
