@@ -98,6 +98,19 @@ static const char *base_name(const char *path)
 
 /* The entry of @p that applies to @t (see the top of this file), or NULL. */
 static const struct pb_profile_entry *pick_entry(const struct pb_profile *p,
+						 const struct pb_target *t);
+
+/* Has @p an entry for @t other than "the only one"? */
+bool pb_profile_has_entry(const struct pb_profile *p, const struct pb_target *t)
+{
+	const struct pb_profile_entry *e = pick_entry(p, t);
+
+	return e && (p->n > 1 || (e->size == t->size && !strcmp(e->sha256, t->sha256)) ||
+		     (t->build_id[0] && !strcmp(e->build_id, t->build_id)) ||
+		     !strcmp(base_name(e->path), base_name(t->f->path)));
+}
+
+static const struct pb_profile_entry *pick_entry(const struct pb_profile *p,
 						 const struct pb_target *t)
 {
 	for (size_t i = 0; i < p->n; i++)
@@ -263,6 +276,14 @@ static int keep_anchors(struct pb_profile_entry *e, struct pb_anchors *all)
 	return 0;
 }
 
+static bool marks_anything(const struct pb_record *r)
+{
+	for (unsigned int age = 0; age < pb_hdr(r)->nr_planes; age++)
+		if (pb_count_bits(pb_plane(r, age), pb_nr_pages(r)))
+			return true;
+	return false;
+}
+
 static int export_one(const char *path, unsigned int flags, void *arg)
 {
 	struct pb_profile *p = arg;
@@ -271,10 +292,23 @@ static int export_one(const char *path, unsigned int flags, void *arg)
 	struct pb_target t;
 	struct pb_file f;
 	void *v;
-	int ret = pb_open_record(&f, path, flags | PB_OPEN_SHARED_LOCK);
+	int ret = pb_open(&f, path, flags | PB_OPEN_SHARED_LOCK);
 
 	if (ret)
 		return ret;
+	/*
+	 * --stdin (an rpm transaction's file list): files without a bitmap,
+	 * or whose bitmap marks nothing, have nothing to carry; passed over.
+	 */
+	if ((flags & PB_OPEN_QUIET) && (!f.has_record || !marks_anything(&f.rec))) {
+		pb_close(&f);
+		return PB_NONE;
+	}
+	if (!f.has_record) {
+		ret = pb_error_no_record(&f);
+		pb_close(&f);
+		return ret;
+	}
 	ret = pb_target_load(&t, &f);
 	if (ret)
 		goto out_close;
@@ -398,6 +432,8 @@ struct import_args {
 	const struct pb_profile *p;
 	const char *name;
 	bool dry_run;
+	bool summary;
+	unsigned long exact, carried, refused, other;
 };
 
 /* The granule of a temporary record holding @size bytes: the finest that fits. */
@@ -431,7 +467,7 @@ static void report(const char *path, const struct pb_carry_stats *st, bool exact
 
 static int import_one(const char *path, unsigned int flags, void *arg)
 {
-	const struct import_args *a = arg;
+	struct import_args *a = arg;
 	struct pb_byte_ranges gens[PBITMAP_MAX_PLANES] = { 0 };
 	const struct pb_profile_entry *e;
 	struct pb_carry_stats st;
@@ -444,8 +480,16 @@ static int import_one(const char *path, unsigned int flags, void *arg)
 	if (ret)
 		return ret;
 	ret = pb_target_load(&t, &f);
+	/* --stdin: a file the profile has no entry for is not this import's. */
+	if (!ret && (flags & PB_OPEN_QUIET) && !pb_profile_has_entry(a->p, &t)) {
+		ret = PB_NONE;
+		a->other++;
+		goto out;
+	}
 	if (!ret)
 		ret = pb_profile_apply(a->p, a->name, &t, gens, &e, &st, &exact);
+	if (ret)
+		a->refused++;
 	if (ret || a->dry_run)
 		goto out;
 	if (f.has_record) {
@@ -486,8 +530,13 @@ static int import_one(const char *path, unsigned int flags, void *arg)
 		ret = pb_stamp(&f, &params);
 	}
 out:
-	if (!ret)
+	if (!ret) {
 		report(path, &st, exact, e, a->dry_run);
+		if (exact)
+			a->exact++;
+		else
+			a->carried++;
+	}
 	pb_record_free(&tmp);
 	for (unsigned int i = 0; i < PBITMAP_MAX_PLANES; i++)
 		pb_byte_ranges_free(&gens[i]);
@@ -503,15 +552,24 @@ int pb_cmd_import(int argc, char **argv)
 		{ "dry-run", no_argument, NULL, 'n' },
 		{ "dereference", no_argument, NULL, 'L' },
 		{ "break-links", no_argument, NULL, 'B' },
+		{ "stdin", no_argument, NULL, 'S' },
+		{ "summary", no_argument, NULL, 's' },
 		{ 0 }
 	};
 	struct import_args a = { 0 };
 	struct pb_profile p;
 	unsigned int flags = 0;
+	bool from_stdin = false;
 	int c, ret;
 
 	while ((c = pb_getopt(argc, argv, "nL", opts)) != -1) {
 		switch (c) {
+		case 'S':
+			from_stdin = true;
+			break;
+		case 's':
+			a.summary = true;
+			break;
 		case 'n':
 			a.dry_run = true;
 			break;
@@ -525,13 +583,21 @@ int pb_cmd_import(int argc, char **argv)
 			return pb_option_exit(c);
 		}
 	}
-	if (argc - optind < 2)
+	if (argc - optind < (from_stdin ? 1 : 2))
 		return pb_usage_error("import: PROFILE and at least one FILE expected");
+	if (a.summary && !from_stdin)
+		return pb_usage_error("import: --summary goes with --stdin");
 	a.name = argv[optind++];
+	if (from_stdin && !strcmp(a.name, "-"))
+		return pb_usage_error("import: the profile cannot be stdin with --stdin");
 	if (pb_profile_load(a.name, &p))
 		return PB_EXIT_FAIL;
 	a.p = &p;
-	ret = pb_for_each_file(argc, argv, false, flags, import_one, &a);
+	ret = pb_for_each_file(argc, argv, from_stdin, flags, import_one, &a);
+	if (a.summary)
+		fprintf(stderr, "%s: %s: %lu files given their own build's pages, %lu carried from "
+			"another build, %lu refused, %lu other paths passed over\n", pb_progname,
+			a.name, a.exact, a.carried, a.refused, a.other);
 	pb_profile_free(&p);
 	return ret;
 }

@@ -163,6 +163,8 @@ struct pb_target {
 /* Read @f's original bytes and what is known of them.  0 or PB_FAIL. */
 int pb_target_load(struct pb_target *t, struct pb_file *f);
 void pb_target_free(struct pb_target *t);
+/* Has @p an entry for @t by content, build-id or name (not merely the only one)? */
+bool pb_profile_has_entry(const struct pb_profile *p, const struct pb_target *t);
 /* Read and parse the profile file @name ("-": stdin).  0 or PB_FAIL, reported. */
 int pb_profile_load(const char *name, struct pb_profile *p);
 /*

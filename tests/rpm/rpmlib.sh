@@ -5,7 +5,8 @@
 # roots, as ../../shared/notes/rpm.md describes: busybox for /bin/sh and the
 # other commands a scriptlet uses, /dev/null, and pbitmap's shared libraries
 # and ld.so (copied from the host, as `ldd build/pbitmap` lists them: the RPM
-# ships the same dynamically linked binary).  The pbitmap RPM comes from
+# ships the same dynamically linked binary), and libcrypto, which it loads
+# with dlopen() for digests.  The pbitmap RPM comes from
 # `make rpm`; the sample packages are built here, at test time.
 #
 #   make_root DIR       an empty root with busybox, libraries and an rpm db
@@ -46,6 +47,10 @@ make_root() {
 	for lib in $(ldd "$TOP/build/pbitmap" | awk '$3 ~ /^\// { print $3 }'); do
 		cp -L "$lib" "$R/usr/lib/x86_64-linux-gnu/" || fail "copy $lib"
 	done
+	# libcrypto, which pbitmap loads with dlopen() for digests (the RPM requires it).
+	lib=$(ldconfig -p | awk '$1 == "libcrypto.so.3" && /x86-64/ { print $NF; exit }')
+	[[ -n $lib ]] || fail "no libcrypto.so.3 on the host (Debian package libssl3)"
+	cp -L "$lib" "$R/usr/lib/x86_64-linux-gnu/" || fail "copy $lib"
 	f=$(ldd "$TOP/build/pbitmap" | awk '/ld-linux/ { print $1 }')
 	[[ -n $f ]] || fail "no dynamic loader in ldd build/pbitmap"
 	mkdir -p "$R$(dirname "$f")"

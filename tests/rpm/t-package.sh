@@ -5,7 +5,9 @@
 # (its static launcher), its manual page, the
 # macros file in %{_rpmconfigdir}/macros.d (a directory in this rpm's macro
 # path, so rpm reads it) and /etc/pbitmap.conf as %config(noreplace).  Its
-# file trigger is a transfiletriggerin on exactly the prefixes of
+# file triggers, a transfiletriggerin (stamp, carry learned pages over) and
+# a transfiletriggerun (keep them before files go: t-carry), are on exactly
+# the prefixes of
 # macros.pbitmap, each ending in "/"; the built-in list of rpm.c (used when
 # the macros file is absent) is the same list.  The installed macros file
 # defines %__pbitmap_prefixes for rpm.  A source RPM is built too.
@@ -34,13 +36,16 @@ prefixes=$(awk '$1 == "%__pbitmap_prefixes" { $1 = ""; print }' "$TOP/rpm-script
 [[ -n $prefixes ]] || fail "no %__pbitmap_prefixes in rpm-scripts/macros.pbitmap"
 [[ -z $(grep -v '/$' <<<"$prefixes") ]] || fail "a prefix without its trailing slash: $prefixes"
 trig=$(rpm -qp --filetriggers "$PB_RPM")
-[[ $(grep -c '^transfiletriggerin scriptlet' <<<"$trig") == 1 && $(grep -c 'scriptlet (using' <<<"$trig") == 1 ]] ||
-	fail "expected exactly one file trigger, a transfiletriggerin: $trig"
-got=$(grep '^transfiletriggerin' <<<"$trig" | sed 's/.* -- //' | tr -d ' ' | tr ',' '\n' | sort)
-[[ $got == "$prefixes" ]] || fail "trigger prefixes
+[[ $(grep -c '^transfiletriggerin scriptlet' <<<"$trig") == 1 &&
+   $(grep -c '^transfiletriggerun scriptlet' <<<"$trig") == 1 && $(grep -c 'scriptlet (using' <<<"$trig") == 2 ]] ||
+	fail "expected exactly two file triggers, a transfiletriggerin and a transfiletriggerun: $trig"
+for kind in transfiletriggerin transfiletriggerun; do
+	got=$(grep "^$kind" <<<"$trig" | sed 's/.* -- //' | tr -d ' ' | tr ',' '\n' | sort)
+	[[ $got == "$prefixes" ]] || fail "$kind prefixes
 $got
 differ from macros.pbitmap
 $prefixes"
+done
 builtin=$(sed -n '/default_prefixes\[\] = {/,/};/p' "$TOP/pbitmap-tool/src/rpm.c" |
 	grep -o '"[^"]*"' | tr -d '"' | sort)
 [[ $builtin == "$prefixes" ]] || fail "rpm.c's built-in prefixes

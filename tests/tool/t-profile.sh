@@ -28,9 +28,9 @@
 #     error.
 
 source "$(dirname "$0")/../lib.sh"
-need python3 gcc strip git cmp
+source "$TOP/tests/lib/toolbuilds.sh"
+need python3 cmp
 [[ -x /usr/bin/python3.11 ]] || fail "missing /usr/bin/python3.11 (Debian package python3.11)"
-[[ -d $TOP/.git ]] || fail "$TOP is not a git clone: the cross-build check builds commit 49a6f83"
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
@@ -78,31 +78,6 @@ pass "data file: export, import into a copy: identical"
 
 # ---- another build ----------------------------------------------------------
 
-# Build the tool at commit $1 (or the working tree) into $2/: prog and libpbitmap.so.
-build_tool() {
-	local rev=$1 out=$2 src=$2/src
-	mkdir -p "$out"
-	if [[ $rev == worktree ]]; then
-		cp -r "$TOP/pbitmap-tool" "$src"
-	else
-		git -C "$TOP" archive "$rev" pbitmap-tool | tar -x -C "$out" ||
-			fail "git archive $rev"
-		mv "$out/pbitmap-tool" "$src"
-	fi
-	local cflags=(-std=c11 -O2 -g -fPIC -D_GNU_SOURCE -I"$src/uapi" -I"$src/src"
-		      -DPBITMAP_VERSION_STRING='"t"')
-	local mods=()
-	for f in "$src"/src/*.c; do [[ $f == */main.c ]] || mods+=("$f"); done
-	gcc "${cflags[@]}" -shared -Wl,-soname,libpbitmap.so -o "$out/libpbitmap.so" \
-		"${mods[@]}" -lelf -lzstd -lz -lcrypto 2>"$out/cc.log" ||
-		fail "build $rev library: $(tail -5 "$out/cc.log")"
-	gcc "${cflags[@]}" -o "$out/prog" "$src/src/main.c" -L"$out" -lpbitmap \
-		-Wl,-rpath,'$ORIGIN' 2>>"$out/cc.log" || fail "build $rev program: $(tail -5 "$out/cc.log")"
-	# As Debian's dh_strip does.
-	strip --remove-section=.comment --remove-section=.note --strip-unneeded \
-		"$out/prog" "$out/libpbitmap.so" || fail "strip $rev"
-	rm -rf "$src"
-}
 build_tool 49a6f83 A
 build_tool worktree B
 cp -a B Bt
