@@ -5,7 +5,7 @@
 # Debian's rpm knows nothing of the dpkg packages, so rpmbuild runs with
 # --nodeps (the spec's BuildRequires are for rpm-based systems).
 
-DEPS_RPM := rpm busybox-static
+DEPS_RPM := rpm busybox-static cpio
 DEPS_ALL += $(DEPS_RPM)
 CHECKS += rpm-check
 
@@ -23,7 +23,7 @@ $(RPM_TOP)/built: $(RPM_INPUTS)
 	mkdir -p $(RPM_TOP)/SOURCES
 	tar -czf $(RPM_TOP)/SOURCES/pbitmap-$(VERSION).tar.gz \
 		--transform 's,^,pbitmap-$(VERSION)/,' $(RPM_FILES)
-	cp rpm-scripts/macros.pbitmap rpm-scripts/pbitmap.conf $(RPM_TOP)/SOURCES/
+	cp rpm-scripts/macros.pbitmap rpm-scripts/pbitmap.conf rpm-scripts/pbitmap-ship $(RPM_TOP)/SOURCES/
 	@echo "rpmbuild -ba rpm-scripts/pbitmap.spec (log: $(RPM_TOP)/rpmbuild.log)"
 	@rpmbuild --nodeps --define "_topdir $(RPM_TOP)" \
 		--define "pbitmap_version $(VERSION)" \

@@ -10,7 +10,9 @@
  * file is ROOT + path, resolved inside ROOT (pb_confine(): a symlink in the
  * root must not lead the tool to stamp or vouch for a file outside it).
  */
+#include <dirent.h>
 #include <errno.h>
+#include <limits.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -392,6 +394,67 @@ static int compare_recorded(struct vlines *l, const struct rpm_opts *o)
 	return 0;
 }
 
+/*
+ * A package stamped at build time (%pbitmap_ship, rpm-scripts/macros.pbitmap)
+ * records the stamped bytes, which change as soon as the kernel learns.  Its
+ * manifest, PB_SHIPPED_DIR/NAME.sha256, itself a packaged file that rpm -V
+ * verifies, lists "SHA256 SIZE PATH" of each file's original content: a
+ * stamped file whose original content matches its line is as packaged.
+ */
+#define PB_SHIPPED_DIR	"/usr/lib/pbitmap/shipped"
+
+static bool shipped_match(const char *root, struct vline *l)
+{
+	char dir[PATH_MAX], line[PATH_MAX + 160], hex[PB_DIGEST_HEX_MAX];
+	const char *path = flagged_path(l->text);
+	bool digested = false, ok = false;
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "%s%s", root ? root : "", PB_SHIPPED_DIR);
+	d = opendir(dir);
+	while (d && !ok && (de = readdir(d))) {
+		char file[PATH_MAX + 256];
+		FILE *fp;
+
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
+		fp = pb_path_fopen_read(file);	/* inside --root */
+		while (fp && !ok && fgets(line, sizeof(line), fp)) {
+			char want[PB_DIGEST_HEX_MAX];
+			unsigned long long size;
+			int at = 0;
+
+			line[strcspn(line, "\n")] = '\0';
+			if (sscanf(line, "%128s %llu %n", want, &size, &at) != 2 || !at ||
+			    strcmp(line + at, path) || size != l->content_size)
+				continue;
+			if (!digested) {
+				struct pb_file f;
+
+				if (pb_open(&f, l->host_path, PB_OPEN_QUIET | PB_OPEN_ELF_ONLY))
+					break;
+				digested = !pb_digest_original(&f, "sha256", hex);
+				pb_close(&f);
+			}
+			ok = digested && !strcmp(hex, want);
+		}
+		if (fp)
+			fclose(fp);
+	}
+	if (d)
+		closedir(d);
+	return ok;
+}
+
+static void compare_shipped(struct vlines *l, const char *root)
+{
+	for (size_t i = 0; i < l->n; i++)
+		if (l->v[i].stamped && !l->v[i].as_packaged && shipped_match(root, &l->v[i]))
+			l->v[i].as_packaged = true;
+}
+
 /* Print the line as rpm -V would after the comparison; true if still reported. */
 static bool print_vline(const struct vline *l)
 {
@@ -459,6 +522,8 @@ int pb_cmd_rpm_verify(int argc, char **argv)
 	}
 	if (!ret && stamped)
 		ret = compare_recorded(&l, &o);
+	if (!ret && stamped)
+		compare_shipped(&l, o.root);
 	for (size_t i = 0; i < l.n; i++) {
 		reported |= print_vline(&l.v[i]);
 		cleared |= l.v[i].as_packaged;
