@@ -58,6 +58,7 @@ DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 CHECKS := check-tool
 -include kernel-patch/kernel.mk
 -include rpm-scripts/rpm.mk
+-include deb-scripts/deb.mk
 -include stap/stap.mk
 -include kernel-patch/bench/bench.mk
 
