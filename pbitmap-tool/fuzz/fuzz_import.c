@@ -109,19 +109,19 @@ static void round_trip(const struct pb_profile *p)
 static void carry_into_self(const struct pb_profile *p)
 {
 	for (size_t i = 0; i < p->n; i++) {
-		for (unsigned int age = 0; age < p->v[i].nr_gens; age++) {
-			struct pb_byte_ranges out = { 0 };
-			struct pb_carry_stats st = { 0 };
+		struct pb_byte_ranges out[PBITMAP_MAX_PLANES] = { 0 };
+		struct pb_carry_stats st = { 0 };
 
-			if (!pb_carry_ranges(&p->v[i].anchors, &self_anchors, &p->v[i].gen[age],
-					     self_size, &out, &st)) {
-				for (size_t k = 0; k < out.n; k++)
-					check(out.v[k].len && out.v[k].start < self_size &&
-					      out.v[k].len <= self_size - out.v[k].start,
+		if (!pb_carry_ranges(&p->v[i].anchors, &self_anchors, p->v[i].gen, p->v[i].nr_gens,
+				     self_size, out, &st)) {
+			for (unsigned int g = 0; g < p->v[i].nr_gens; g++)
+				for (size_t k = 0; k < out[g].n; k++)
+					check(out[g].v[k].len && out[g].v[k].start < self_size &&
+					      out[g].v[k].len <= self_size - out[g].v[k].start,
 					      "a carried range lies outside the file");
-			}
-			pb_byte_ranges_free(&out);
 		}
+		for (unsigned int g = 0; g < PBITMAP_MAX_PLANES; g++)
+			pb_byte_ranges_free(&out[g]);
 	}
 }
 

@@ -8,7 +8,8 @@
  * binaries are stripped, so only what a stripped file keeps can name
  * things:
  *
- *   - sections, by name ("@headers" for the ELF and program headers);
+ *   - sections, by name ("@ehdr" and "@phdrs" for the ELF header and the
+ *     program header table, each where it is);
  *   - defined .dynsym symbols with a size, by name (a library's exports);
  *   - every function, from the .eh_frame_hdr table the unwinder uses (it
  *     survives strip: C++ exceptions and backtraces need it).  Functions
@@ -189,6 +190,9 @@ static uint64_t fnv1a(uint64_t h, const unsigned char *p, uint64_t n)
 
 #define FNV_BASIS 0xcbf29ce484222325ull
 
+/* Program headers beyond this: sections only (real files have a dozen). */
+#define MAX_LOADS	64
+
 struct image {
 	Elf *elf;
 	const unsigned char *buf;
@@ -196,22 +200,38 @@ struct image {
 	int cls;
 	bool msb;
 	size_t phnum;
+	GElf_Phdr loads[MAX_LOADS];	/* the PT_LOAD headers */
+	size_t nr_loads;
+	bool too_many_loads;
 };
 
-/* The file offset of address @vaddr, through the PT_LOAD that maps it. */
-static bool vaddr_to_offset(const struct image *im, uint64_t vaddr, uint64_t len,
-			    uint64_t *offset)
+static void collect_loads(struct image *im)
 {
 	for (size_t i = 0; i < im->phnum; i++) {
 		GElf_Phdr ph;
 
 		if (!gelf_getphdr(im->elf, (int)i, &ph) || ph.p_type != PT_LOAD)
 			continue;
-		if (vaddr >= ph.p_vaddr && vaddr - ph.p_vaddr < ph.p_filesz &&
-		    len <= ph.p_filesz - (vaddr - ph.p_vaddr)) {
-			*offset = ph.p_offset + (vaddr - ph.p_vaddr);
-			return *offset <= im->size && len <= im->size - *offset;
+		if (im->nr_loads == MAX_LOADS) {
+			im->too_many_loads = true;
+			return;
 		}
+		im->loads[im->nr_loads++] = ph;
+	}
+}
+
+/* The file offset of [vaddr, vaddr + len), through a PT_LOAD that maps it whole. */
+static bool vaddr_to_offset(const struct image *im, uint64_t vaddr, uint64_t len,
+			    uint64_t *offset)
+{
+	for (size_t i = 0; i < im->nr_loads; i++) {
+		const GElf_Phdr *ph = &im->loads[i];
+
+		if (vaddr >= ph->p_vaddr && vaddr - ph->p_vaddr < ph->p_filesz &&
+		    len <= ph->p_filesz - (vaddr - ph->p_vaddr) &&
+		    !__builtin_add_overflow(ph->p_offset, vaddr - ph->p_vaddr, offset) &&
+		    *offset <= im->size && len <= im->size - *offset)
+			return true;
 	}
 	return false;
 }
@@ -225,13 +245,14 @@ static const char *add_sections(const struct image *im, struct pb_anchors *a)
 	if (!gelf_getehdr(im->elf, &eh) || elf_getshdrnum(im->elf, &shnum) ||
 	    elf_getshdrstrndx(im->elf, &shstrndx))
 		return "unreadable ELF headers";
+	/* The ELF header and the program header table, each where it is. */
 	headers = eh.e_ehsize;
-	if (eh.e_phoff && eh.e_phnum &&
-	    eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize > headers &&
-	    eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize <= im->size)
-		headers = eh.e_phoff + (uint64_t)eh.e_phnum * eh.e_phentsize;
-	if (headers && headers <= im->size && add_anchor(a, PB_ANCHOR_SECTION, 0, headers,
-							  "@headers", 0, 0))
+	if (headers && headers <= im->size &&
+	    add_anchor(a, PB_ANCHOR_SECTION, 0, headers, "@ehdr", 0, 0))
+		return "out of memory";
+	headers = (uint64_t)eh.e_phnum * eh.e_phentsize;
+	if (eh.e_phoff && headers && eh.e_phoff <= im->size && headers <= im->size - eh.e_phoff &&
+	    add_anchor(a, PB_ANCHOR_SECTION, eh.e_phoff, headers, "@phdrs", 0, 0))
 		return "out of memory";
 	if (shnum < 2)
 		return "no section headers";
@@ -257,6 +278,9 @@ static const char *add_sections(const struct image *im, struct pb_anchors *a)
 static const char *add_symbols(const struct image *im, struct pb_anchors *a)
 {
 	Elf_Scn *scn = NULL;
+
+	if (im->too_many_loads)
+		return NULL;
 
 	while ((scn = elf_nextscn(im->elf, scn))) {
 		GElf_Shdr sh;
@@ -325,12 +349,13 @@ static bool cie_fde_encoding(struct cursor cie, unsigned int ptr_size, unsigned 
 	size_t aug_len;
 	unsigned int version;
 
-	if (len == 0xffffffffu || !cie.ok || len > cie.size - cie.pos)
+	if (len == 0xffffffffu || !cie.ok || len < 5 || len > cie.size - cie.pos)
 		return false;
 	end = cie.pos + len;
+	cie.size = end;		/* every read below stays inside the CIE */
 	id = get_n(&cie, 4);
 	version = (unsigned int)get_n(&cie, 1);
-	if (!cie.ok || id != 0 || (version != 1 && version != 3))
+	if (!cie.ok || id != 0 || (version != 1 && version != 3) || cie.pos >= end)
 		return false;
 	aug = (const char *)cie.base + cie.pos;
 	aug_len = strnlen(aug, (size_t)(end - cie.pos));
@@ -376,18 +401,20 @@ static bool cie_fde_encoding(struct cursor cie, unsigned int ptr_size, unsigned 
  * its address range and CFI instructions (not its augmentation data,
  * which holds the LSDA's address).
  */
-static bool fde_fingerprint(const struct image *im, uint64_t fde_vaddr, unsigned int ptr_size,
-			    uint64_t *range, uint64_t *hash)
+static bool fde_fingerprint(const struct cursor *frame, uint64_t fde_vaddr,
+			    unsigned int ptr_size, uint64_t *range, uint64_t *hash,
+			    uint64_t *hashed)
 {
-	struct cursor c, cie;
+	struct cursor c = *frame, cie;
 	uint64_t len, end, cie_ptr, cie_pos;
 	unsigned char le[8];
 	unsigned int enc;
 
-	if (!section_at(im, fde_vaddr, &c))
+	if (fde_vaddr < frame->vaddr || fde_vaddr - frame->vaddr >= frame->size)
 		return false;
+	c.pos = fde_vaddr - frame->vaddr;
 	len = get_n(&c, 4);
-	if (!c.ok || len == 0xffffffffu || len > c.size - c.pos)
+	if (!c.ok || len == 0xffffffffu || len < 8 || len > c.size - c.pos)
 		return false;
 	end = c.pos + len;
 	cie_ptr = get_n(&c, 4);
@@ -395,7 +422,9 @@ static bool fde_fingerprint(const struct image *im, uint64_t fde_vaddr, unsigned
 		return false;
 	cie_pos = c.pos - 4 - cie_ptr;
 	cie = c;
+	cie.size = frame->size;
 	cie.pos = cie_pos;
+	c.size = end;		/* every read below stays inside the FDE */
 	if (!cie_fde_encoding(cie, ptr_size, &enc) || enc == PE_OMIT)
 		return false;
 	get_encoded(&c, enc & 0x7f, ptr_size, 0, true);	/* pc_begin */
@@ -412,13 +441,14 @@ static bool fde_fingerprint(const struct image *im, uint64_t fde_vaddr, unsigned
 		get_n(&z, 1);
 		if (z.ok && z.pos < z.size && z.base[z.pos] == 'z') {
 			skip = get_uleb(&c, false);
-			if (!c.ok || skip > end - c.pos)
+			if (!c.ok || c.pos > end || skip > end - c.pos)
 				return false;
 			c.pos += skip;
 		}
 	}
 	if (c.pos > end)
 		return false;
+	*hashed += end - c.pos;
 	for (unsigned int i = 0; i < 8; i++)
 		le[i] = (unsigned char)(*range >> (8 * i));
 	*hash = fnv1a(fnv1a(FNV_BASIS, le, sizeof(le)), c.base + c.pos, end - c.pos);
@@ -429,9 +459,12 @@ static const char *add_functions(const struct image *im, struct pb_anchors *a)
 {
 	unsigned int ptr_size = im->cls == ELFCLASS64 ? 8 : 4;
 	unsigned int ptr_enc, count_enc, table_enc;
-	uint64_t hdr_vaddr = 0, count;
-	struct cursor c = { 0 };
+	uint64_t hdr_vaddr = 0, frame_vaddr, count, hashed = 0;
+	struct cursor c = { 0 }, frame;
 	bool found = false;
+
+	if (im->too_many_loads)
+		return NULL;
 
 	for (size_t i = 0; i < im->phnum && !found; i++) {
 		GElf_Phdr ph;
@@ -450,10 +483,10 @@ static const char *add_functions(const struct image *im, struct pb_anchors *a)
 	table_enc = (unsigned int)get_n(&c, 1);
 	if (!c.ok || ptr_enc == PE_OMIT || count_enc == PE_OMIT || table_enc == PE_OMIT)
 		return NULL;
-	get_encoded(&c, ptr_enc, ptr_size, hdr_vaddr, false);
+	frame_vaddr = get_encoded(&c, ptr_enc, ptr_size, hdr_vaddr, false);
 	count = get_encoded(&c, count_enc, ptr_size, hdr_vaddr, false);
-	if (!c.ok || count > c.size)	/* each entry takes at least 2 bytes */
-		return NULL;
+	if (!c.ok || count > c.size || !section_at(im, frame_vaddr, &frame) || frame.pos)
+		return NULL;	/* each entry takes at least 2 bytes; .eh_frame must be a section */
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t start = get_encoded(&c, table_enc, ptr_size, hdr_vaddr, false);
 		uint64_t fde = get_encoded(&c, table_enc, ptr_size, hdr_vaddr, false);
@@ -461,7 +494,14 @@ static const char *add_functions(const struct image *im, struct pb_anchors *a)
 
 		if (!c.ok)
 			break;
-		if (!fde_fingerprint(im, fde, ptr_size, &range, &hash) || !range ||
+		/*
+		 * The table's FDEs are disjoint in a real file: hashing more
+		 * than .eh_frame holds means entries share FDEs (hostile
+		 * input), and the rest of the table is not looked at.
+		 */
+		if (hashed > 2 * frame.size)
+			break;
+		if (!fde_fingerprint(&frame, fde, ptr_size, &range, &hash, &hashed) || !range ||
 		    !vaddr_to_offset(im, start, range, &off))
 			continue;
 		if (add_anchor(a, PB_ANCHOR_FUNCTION, off, range, NULL, hash, (uint32_t)i))
@@ -518,6 +558,7 @@ const char *pb_anchors_of(const void *buf, size_t size, struct pb_anchors *a,
 	}
 	im.cls = gelf_getclass(im.elf);
 	im.msb = ((const unsigned char *)buf)[EI_DATA] == ELFDATA2MSB;
+	collect_loads(&im);
 	why = add_sections(&im, a);
 	if (!why)
 		why = add_symbols(&im, a);
@@ -532,6 +573,10 @@ const char *pb_anchors_of(const void *buf, size_t size, struct pb_anchors *a,
 }
 
 /* ---- matching ------------------------------------------------------------ */
+
+/* match[] values besides an index into the new anchors. */
+#define NO_MATCH	(-1L)	/* no counterpart: its bytes are dropped */
+#define AMBIGUOUS	(-2L)	/* a name not unique on one side: not used at all */
 
 /* Indices of @a's anchors of one kind, sorted by a key. */
 struct index {
@@ -581,7 +626,7 @@ static int make_index(const struct pb_anchors *a, enum pb_anchor_kind kind,
 	return 0;
 }
 
-/* Match named anchors of one kind; a name that is not unique on both sides is not used. */
+/* Named anchors of one kind; a name that is not unique on either side is AMBIGUOUS. */
 static int match_names(const struct pb_anchors *from, const struct pb_anchors *to,
 		       enum pb_anchor_kind kind, long *match)
 {
@@ -599,12 +644,15 @@ static int match_names(const struct pb_anchors *from, const struct pb_anchors *t
 		int c = 1;
 
 		if ((i > 0 && !strcmp(from->v[f.v[i - 1]].name, name)) ||
-		    (i + 1 < f.n && !strcmp(from->v[f.v[i + 1]].name, name)))
+		    (i + 1 < f.n && !strcmp(from->v[f.v[i + 1]].name, name))) {
+			match[f.v[i]] = AMBIGUOUS;
 			continue;
+		}
 		while (j < t.n && (c = strcmp(to->v[t.v[j]].name, name)) < 0)
 			j++;
-		if (j < t.n && !c && (j + 1 >= t.n || strcmp(to->v[t.v[j + 1]].name, name)))
-			match[f.v[i]] = (long)t.v[j];
+		if (j < t.n && !c)
+			match[f.v[i]] = j + 1 >= t.n || strcmp(to->v[t.v[j + 1]].name, name) ?
+					(long)t.v[j] : AMBIGUOUS;
 	}
 	free(f.v);
 	free(t.v);
@@ -626,9 +674,32 @@ static void hash_range(const struct pb_anchors *to, const struct index *t, uint6
 			b = m;
 	}
 	*lo = a;
-	while (a < t->n && to->v[t->v[a]].hash == hash)
-		a++;
+	b = t->n;
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (to->v[t->v[m]].hash <= hash)
+			a = m + 1;
+		else
+			b = m;
+	}
 	*hi = a;
+}
+
+/* The new function anchor whose ord is @ord (tord sorted by offset, so by ord). */
+static long by_ord(const struct pb_anchors *to, const struct index *tord, int64_t ord)
+{
+	size_t a = 0, b = tord->n;
+
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if ((int64_t)to->v[tord->v[m]].ord < ord)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a < tord->n && (int64_t)to->v[tord->v[a]].ord == ord ? (long)tord->v[a] : NO_MATCH;
 }
 
 /*
@@ -636,12 +707,14 @@ static void hash_range(const struct pb_anchors *to, const struct index *t, uint6
  * several times takes the candidate nearest where its matched neighbours
  * say it moved to; one not found (the function changed) takes the
  * function at the same place between matched neighbours when exactly as
- * many functions lie between them in both builds.
+ * many functions lie between them in both builds.  Each pass is linear
+ * but for the binary searches (hostile profiles have millions of anchors).
  */
 static int match_functions(const struct pb_anchors *from, const struct pb_anchors *to,
 			   long *match)
 {
 	struct index f, t, tord;
+	long *below = NULL, *above = NULL;
 	int ret = PB_FAIL;
 
 	if (make_index(from, PB_ANCHOR_FUNCTION, by_offset, &f))
@@ -650,10 +723,27 @@ static int match_functions(const struct pb_anchors *from, const struct pb_anchor
 		goto out_f;
 	if (make_index(to, PB_ANCHOR_FUNCTION, by_offset, &tord))
 		goto out_t;
+	below = malloc((f.n ? f.n : 1) * sizeof(*below));
+	above = malloc((f.n ? f.n : 1) * sizeof(*above));
+	if (!below || !above)
+		goto out;
 	for (int pass = 0; pass < 3; pass++) {
+		long last = -1;
+
+		/* The nearest matched functions on either side, as this pass starts. */
+		for (size_t i = 0; i < f.n; i++) {
+			below[i] = last;
+			if (match[f.v[i]] >= 0)
+				last = (long)i;
+		}
+		last = -1;
+		for (size_t i = f.n; i-- > 0;) {
+			above[i] = last;
+			if (match[f.v[i]] >= 0)
+				last = (long)i;
+		}
 		for (size_t i = 0; i < f.n; i++) {
 			const struct pb_anchor *a = &from->v[f.v[i]];
-			long below = -1, above = -1;
 			size_t lo, hi;
 
 			if (match[f.v[i]] >= 0)
@@ -662,28 +752,15 @@ static int match_functions(const struct pb_anchors *from, const struct pb_anchor
 			if (pass == 0) {
 				if (hi - lo == 1)
 					match[f.v[i]] = (long)t.v[lo];
-				continue;
-			}
-			/* The nearest matched functions on either side, in address order. */
-			for (size_t k = i; k-- > 0;)
-				if (match[f.v[k]] >= 0) {
-					below = (long)k;
-					break;
-				}
-			for (size_t k = i + 1; k < f.n; k++)
-				if (match[f.v[k]] >= 0) {
-					above = (long)k;
-					break;
-				}
-			if (pass == 1 && hi - lo > 1) {
-				long ref = below >= 0 ? below : above;
+			} else if (pass == 1 && hi - lo > 1) {
+				long ref = below[i] >= 0 ? below[i] : above[i];
 				int64_t want, best_d = INT64_MAX;
 
 				if (ref < 0)
 					continue;
 				want = (int64_t)to->v[match[f.v[ref]]].ord +
 				       ((int64_t)a->ord - (int64_t)from->v[f.v[ref]].ord);
-				for (size_t k = lo; k < hi; k++) {
+				for (size_t k = lo; k < hi && k - lo < 64; k++) {
 					int64_t d = (int64_t)to->v[t.v[k]].ord - want;
 
 					if (d < 0)
@@ -693,25 +770,23 @@ static int match_functions(const struct pb_anchors *from, const struct pb_anchor
 						match[f.v[i]] = (long)t.v[k];
 					}
 				}
-			} else if (pass == 2 && below >= 0 && above >= 0) {
-				const struct pb_anchor *fb = &from->v[f.v[below]];
-				const struct pb_anchor *fa = &from->v[f.v[above]];
-				const struct pb_anchor *tb = &to->v[match[f.v[below]]];
-				const struct pb_anchor *ta = &to->v[match[f.v[above]]];
-				int64_t want = (int64_t)tb->ord + ((int64_t)a->ord - (int64_t)fb->ord);
+			} else if (pass == 2 && below[i] >= 0 && above[i] >= 0) {
+				const struct pb_anchor *fb = &from->v[f.v[below[i]]];
+				const struct pb_anchor *fa = &from->v[f.v[above[i]]];
+				const struct pb_anchor *tb = &to->v[match[f.v[below[i]]]];
+				const struct pb_anchor *ta = &to->v[match[f.v[above[i]]]];
 
-				if ((int64_t)fa->ord - (int64_t)fb->ord !=
+				if ((int64_t)fa->ord - (int64_t)fb->ord ==
 				    (int64_t)ta->ord - (int64_t)tb->ord)
-					continue;
-				for (size_t k = 0; k < tord.n; k++)
-					if ((int64_t)to->v[tord.v[k]].ord == want) {
-						match[f.v[i]] = (long)tord.v[k];
-						break;
-					}
+					match[f.v[i]] = by_ord(to, &tord, (int64_t)tb->ord +
+							       ((int64_t)a->ord - (int64_t)fb->ord));
 			}
 		}
 	}
 	ret = 0;
+out:
+	free(below);
+	free(above);
 	free(tord.v);
 out_t:
 	free(t.v);
@@ -721,20 +796,6 @@ out_f:
 }
 
 /* ---- carrying ------------------------------------------------------------ */
-
-/*
- * Does section anchor @sec hold functions?  Its bytes outside them are
- * alignment padding: where they land in the new build says nothing, so
- * they are not carried (a function's neighbours carry its pages).
- */
-static bool has_functions(const struct pb_anchors *a, const struct pb_anchor *sec)
-{
-	for (size_t i = 0; i < a->n; i++)
-		if (a->v[i].kind == PB_ANCHOR_FUNCTION && a->v[i].offset >= sec->offset &&
-		    a->v[i].offset - sec->offset < sec->size)
-			return true;
-	return false;
-}
 
 /* Map [s, e) of old anchor @a into new anchor @b. */
 static int place(const struct pb_anchor *a, const struct pb_anchor *b, uint64_t s, uint64_t e,
@@ -757,9 +818,11 @@ static int place(const struct pb_anchor *a, const struct pb_anchor *b, uint64_t 
 	return pb_byte_ranges_add(out, ns, ne - ns);
 }
 
-/* The part of @in not yet taken, as a set of ranges: @left. */
+/* Remove [s, e) from the set @left (sorted ranges), through @scratch. */
 static int take(struct pb_byte_ranges *left, uint64_t s, uint64_t e, struct pb_byte_ranges *scratch)
 {
+	struct pb_byte_ranges t;
+
 	scratch->n = 0;
 	for (size_t i = 0; i < left->n; i++) {
 		uint64_t ls = left->v[i].start, le = ls + left->v[i].len;
@@ -774,98 +837,180 @@ static int take(struct pb_byte_ranges *left, uint64_t s, uint64_t e, struct pb_b
 		if (le > e && pb_byte_ranges_add(scratch, e, le - e))
 			return PB_FAIL;
 	}
-	{
-		struct pb_byte_ranges t = *left;
+	t = *left;
+	*left = *scratch;
+	*scratch = t;
+	return 0;
+}
 
-		*left = *scratch;
-		*scratch = t;
+/* What carrying needs of the old anchors, computed once for every generation. */
+struct carry {
+	const struct pb_anchors *from, *to;
+	long *match;
+	bool *counted;		/* code anchors already counted in the stats */
+	bool *padding;		/* a section holding functions: gaps are padding */
+	struct index by_kind[3];	/* sorted by offset */
+	uint64_t max_size[3];
+};
+
+static const enum pb_anchor_kind carry_order[] = {
+	PB_ANCHOR_SYMBOL, PB_ANCHOR_FUNCTION, PB_ANCHOR_SECTION,
+};
+
+static void carry_free(struct carry *c)
+{
+	free(c->match);
+	free(c->counted);
+	free(c->padding);
+	for (int k = 0; k < 3; k++)
+		free(c->by_kind[k].v);
+}
+
+static int carry_prepare(struct carry *c, const struct pb_anchors *from,
+			 const struct pb_anchors *to)
+{
+	size_t n = from->n ? from->n : 1;
+	struct index *fn;
+
+	memset(c, 0, sizeof(*c));
+	c->from = from;
+	c->to = to;
+	c->match = malloc(n * sizeof(*c->match));
+	c->counted = calloc(n, sizeof(*c->counted));
+	c->padding = calloc(n, sizeof(*c->padding));
+	if (!c->match || !c->counted || !c->padding)
+		return PB_FAIL;
+	for (size_t i = 0; i < from->n; i++)
+		c->match[i] = NO_MATCH;
+	if (match_names(from, to, PB_ANCHOR_SECTION, c->match) ||
+	    match_names(from, to, PB_ANCHOR_SYMBOL, c->match) ||
+	    match_functions(from, to, c->match))
+		return PB_FAIL;
+	for (int k = 0; k < 3; k++) {
+		if (make_index(from, (enum pb_anchor_kind)k, by_offset, &c->by_kind[k]))
+			return PB_FAIL;
+		for (size_t i = 0; i < c->by_kind[k].n; i++)
+			if (from->v[c->by_kind[k].v[i]].size > c->max_size[k])
+				c->max_size[k] = from->v[c->by_kind[k].v[i]].size;
+	}
+	/* A section (not "@ehdr", "@phdrs") that holds a function start. */
+	fn = &c->by_kind[PB_ANCHOR_FUNCTION];
+	for (size_t i = 0; i < c->by_kind[PB_ANCHOR_SECTION].n; i++) {
+		const struct pb_anchor *sec = &from->v[c->by_kind[PB_ANCHOR_SECTION].v[i]];
+		size_t a = 0, b = fn->n;
+
+		if (sec->name[0] == '@')
+			continue;
+		while (a < b) {
+			size_t m = a + (b - a) / 2;
+
+			if (from->v[fn->v[m]].offset < sec->offset)
+				a = m + 1;
+			else
+				b = m;
+		}
+		c->padding[c->by_kind[PB_ANCHOR_SECTION].v[i]] =
+			a < fn->n && from->v[fn->v[a]].offset - sec->offset < sec->size;
 	}
 	return 0;
 }
 
+/* The first anchor of @ix that can reach @start (its offset + max size beyond it). */
+static size_t first_reaching(const struct carry *c, int kind, uint64_t start)
+{
+	const struct index *ix = &c->by_kind[kind];
+	uint64_t from = start > c->max_size[kind] ? start - c->max_size[kind] : 0;
+	size_t a = 0, b = ix->n;
+
+	while (a < b) {
+		size_t m = a + (b - a) / 2;
+
+		if (c->from->v[ix->v[m]].offset < from)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+static int carry_range(struct carry *c, uint64_t rs, uint64_t re, uint64_t new_size,
+		       struct pb_byte_ranges *out, struct pb_byte_ranges *left,
+		       struct pb_byte_ranges *scratch, struct pb_carry_stats *st)
+{
+	left->n = 0;
+	if (pb_byte_ranges_add(left, rs, re - rs))
+		return PB_FAIL;
+	st->total += re - rs;
+	for (size_t o = 0; o < sizeof(carry_order) / sizeof(carry_order[0]) && left->n; o++) {
+		int kind = (int)carry_order[o];
+		const struct index *ix = &c->by_kind[kind];
+
+		for (size_t k = first_reaching(c, kind, rs); k < ix->n && left->n; k++) {
+			size_t i = ix->v[k];
+			const struct pb_anchor *a = &c->from->v[i];
+			uint64_t as = a->offset, ae = a->offset + a->size;
+			uint64_t placed_here = 0;
+
+			if (as >= re)
+				break;
+			if (ae <= rs || c->match[i] == AMBIGUOUS ||
+			    (kind == PB_ANCHOR_SECTION && c->match[i] == NO_MATCH))
+				continue;
+			for (size_t r = 0; r < left->n; r++) {
+				uint64_t s = left->v[r].start, e = s + left->v[r].len;
+
+				if (s < as)
+					s = as;
+				if (e > ae)
+					e = ae;
+				if (s >= e)
+					continue;
+				placed_here += e - s;
+				if (kind == PB_ANCHOR_SECTION && c->padding[i]) {
+					st->gaps += e - s;
+				} else if (c->match[i] == NO_MATCH) {
+					st->dropped += e - s;
+				} else {
+					if (place(a, &c->to->v[c->match[i]], s, e, new_size, out))
+						return PB_FAIL;
+					if (kind == PB_ANCHOR_SYMBOL)
+						st->by_symbol += e - s;
+					else if (kind == PB_ANCHOR_FUNCTION)
+						st->by_function += e - s;
+					else
+						st->by_section += e - s;
+				}
+			}
+			if (kind != PB_ANCHOR_SECTION && placed_here && !c->counted[i]) {
+				c->counted[i] = true;
+				st->code_anchors++;
+				st->code_matched += c->match[i] >= 0;
+			}
+			if (placed_here && take(left, as, ae, scratch))
+				return PB_FAIL;
+		}
+	}
+	st->gaps += pb_byte_ranges_bytes(left);
+	return 0;
+}
+
 int pb_carry_ranges(const struct pb_anchors *from, const struct pb_anchors *to,
-		    const struct pb_byte_ranges *in, uint64_t new_size,
+		    const struct pb_byte_ranges *in, unsigned int nr, uint64_t new_size,
 		    struct pb_byte_ranges *out, struct pb_carry_stats *st)
 {
-	static const enum pb_anchor_kind order[] = {
-		PB_ANCHOR_SYMBOL, PB_ANCHOR_FUNCTION, PB_ANCHOR_SECTION,
-	};
 	struct pb_byte_ranges left = { 0 }, scratch = { 0 };
-	long *match = malloc((from->n ? from->n : 1) * sizeof(*match));
-	bool *counted = calloc(from->n ? from->n : 1, sizeof(*counted));
-	int ret = PB_FAIL;
+	struct carry c;
+	int ret = carry_prepare(&c, from, to);
 
-	if (!match || !counted) {
-		free(match);
-		free(counted);
-		return PB_FAIL;
+	for (unsigned int g = 0; !ret && g < nr; g++) {
+		for (size_t r = 0; !ret && r < in[g].n; r++)
+			ret = carry_range(&c, in[g].v[r].start, in[g].v[r].start + in[g].v[r].len,
+					  new_size, &out[g], &left, &scratch, st);
+		if (!ret)
+			pb_byte_ranges_normalise(&out[g]);
 	}
-	for (size_t i = 0; i < from->n; i++)
-		match[i] = -1;
-	if (match_names(from, to, PB_ANCHOR_SECTION, match) ||
-	    match_names(from, to, PB_ANCHOR_SYMBOL, match) || match_functions(from, to, match))
-		goto out;
-	for (size_t r = 0; r < in->n; r++) {
-		uint64_t rs = in->v[r].start, re = rs + in->v[r].len;
-
-		left.n = 0;
-		if (pb_byte_ranges_add(&left, rs, re - rs))
-			goto out;
-		st->total += re - rs;
-		for (size_t o = 0; o < sizeof(order) / sizeof(order[0]); o++) {
-			for (size_t i = 0; i < from->n && left.n; i++) {
-				const struct pb_anchor *a = &from->v[i];
-				uint64_t as = a->offset, ae = a->offset + a->size;
-
-				if (a->kind != order[o] || ae <= rs || as >= re)
-					continue;
-				for (size_t k = 0; k < left.n; k++) {
-					uint64_t s = left.v[k].start, e = s + left.v[k].len;
-					uint64_t bytes;
-
-					if (s < as)
-						s = as;
-					if (e > ae)
-						e = ae;
-					if (s >= e)
-						continue;
-					bytes = e - s;
-					if (a->kind != PB_ANCHOR_SECTION && !counted[i]) {
-						counted[i] = true;
-						st->code_anchors++;
-						st->code_matched += match[i] >= 0;
-					}
-					if (a->kind == PB_ANCHOR_SECTION && match[i] < 0)
-						continue;
-					if (a->kind == PB_ANCHOR_SECTION && has_functions(from, a)) {
-						st->gaps += bytes;
-					} else if (match[i] < 0) {
-						st->dropped += bytes;
-					} else {
-						if (place(a, &to->v[match[i]], s, e, new_size, out))
-							goto out;
-						if (a->kind == PB_ANCHOR_SYMBOL)
-							st->by_symbol += bytes;
-						else if (a->kind == PB_ANCHOR_FUNCTION)
-							st->by_function += bytes;
-						else
-							st->by_section += bytes;
-					}
-				}
-				if (a->kind == PB_ANCHOR_SECTION && match[i] < 0)
-					continue;
-				if (take(&left, as, ae, &scratch))
-					goto out;
-			}
-		}
-		st->gaps += pb_byte_ranges_bytes(&left);
-	}
-	pb_byte_ranges_normalise(out);
-	ret = 0;
-out:
 	pb_byte_ranges_free(&left);
 	pb_byte_ranges_free(&scratch);
-	free(match);
-	free(counted);
+	carry_free(&c);
 	return ret;
 }

@@ -147,38 +147,39 @@ int pb_profile_apply(const struct pb_profile *p, const char *pname, struct pb_ta
 				e->elf ? "an ELF file" : "a data file",
 				elf ? "an ELF file" : "a data file");
 	*exact = e->size == t->size && !strcmp(e->sha256, t->sha256);
-	for (unsigned int age = 0; age < e->nr_gens; age++) {
-		if (*exact) {
+	if (*exact) {
+		for (unsigned int age = 0; age < e->nr_gens; age++) {
 			for (size_t i = 0; i < e->gen[age].n; i++)
 				if (pb_byte_ranges_add(&gens[age], e->gen[age].v[i].start,
 						       e->gen[age].v[i].len))
 					return pb_error(path, "out of memory");
 			st->total += pb_byte_ranges_bytes(&e->gen[age]);
-			continue;
 		}
-		if (!elf)
-			return pb_error(path, "%s was learned on other content (sha256 differs), "
-					"and a data file has no anchors to carry it by; "
-					"nothing changed", pname);
-		if (!e->anchors.n || !t->anchors.n)
-			return pb_error(path, "%s is for another build (sha256 differs) and %s "
-					"no anchors; nothing changed", pname,
-					!e->anchors.n ? "the profile has" : "this file has");
-		if (pb_carry_ranges(&e->anchors, &t->anchors, &e->gen[age], t->size, &gens[age], st))
-			return pb_error(path, "out of memory");
-	}
-	placed = st->by_symbol + st->by_function + st->by_section;
-	if (*exact || !st->total)
 		return 0;
+	}
+	if (!elf)
+		return pb_error(path, "%s was learned on other content (sha256 differs), "
+				"and a data file has no anchors to carry it by; "
+				"nothing changed", pname);
+	if (!e->anchors.n || !t->anchors.n)
+		return pb_error(path, "%s is for another build (sha256 differs) and %s "
+				"no anchors; nothing changed", pname,
+				!e->anchors.n ? "the profile has" : "this file has");
+	if (pb_carry_ranges(&e->anchors, &t->anchors, e->gen, e->nr_gens, t->size, gens, st))
+		return pb_error(path, "out of memory");
+	placed = st->by_symbol + st->by_function + st->by_section;
 	/*
 	 * Every ELF file has a .text and a .rodata: sections alone do not
 	 * say that this is the same program.  Its code does: at least half
 	 * of the symbols and functions that hold marked bytes must be found
 	 * (an unrelated program shares only the C runtime's few), or, with
-	 * none marked, the file must have the entry's name.
+	 * none marked (nothing marked at all, too), the file must have the
+	 * entry's name or build-id.
 	 */
-	if (!placed || (st->code_anchors && 2 * st->code_matched < st->code_anchors) ||
-	    (!st->code_anchors && strcmp(base_name(e->path), base_name(path))))
+	if ((st->total && !placed) ||
+	    (st->code_anchors && 2 * st->code_matched < st->code_anchors) ||
+	    (!st->code_anchors && strcmp(base_name(e->path), base_name(path)) &&
+	     !(t->build_id[0] && !strcmp(e->build_id, t->build_id))))
 		return pb_error(path, "%s's entry \"%s\" is for another program: %" PRIu64
 				" of its %" PRIu64 " functions and symbols with marked bytes are "
 				"found here; nothing changed", pname, e->path, st->code_matched,
@@ -332,15 +333,17 @@ static int export_one(const char *path, unsigned int flags, void *arg)
 	e->nr_gens = h->nr_planes;
 	e->runs = le64toh(h->runs);
 	e->last_update = le64toh(h->last_update);
-	if (!e->path) {
+	if (!e->path)
 		ret = pb_error(path, "out of memory");
-		goto out;
-	}
 	for (unsigned int age = 0; age < e->nr_gens && !ret; age++)
 		if (pb_record_ranges(&f.rec, age, &e->gen[age]))
 			ret = pb_error(path, "out of memory");
 	if (!ret && keep_anchors(e, &t.anchors))
 		ret = pb_error(path, "out of memory");
+	if (ret) {		/* no half-made entry in the profile */
+		pb_profile_entry_free(e);
+		p->n--;
+	}
 out:
 	pb_target_free(&t);
 out_close:

@@ -171,11 +171,11 @@ bool pb_profile_policy(const char *word, uint32_t *policy)
 
 /* ---- writing ------------------------------------------------------------ */
 
-/* A path or name: bytes below 0x21, 0x7f and above, and '\' as \ooo. */
+/* A path or name: bytes below 0x21, 0x7f and above, '\' and '#' as \ooo. */
 static void put_escaped(FILE *out, const char *s)
 {
 	for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
-		if (*c <= ' ' || *c >= 0x7f || *c == '\\')
+		if (*c <= ' ' || *c >= 0x7f || *c == '\\' || *c == '#')
 			fprintf(out, "\\%03o", *c);
 		else
 			putc(*c, out);

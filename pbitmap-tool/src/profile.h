@@ -129,15 +129,18 @@ struct pb_carry_stats {
 };
 
 /*
- * Carry the ranges @in of a file whose anchors were @from into a file of
- * @new_size bytes whose anchors are @to, adding what is placed to @out.
- * Anchors are matched first (sections and symbols by name, functions by
+ * Carry the ranges @in[0..nr) (the generations) of a file whose anchors
+ * were @from into a file of @new_size bytes whose anchors are @to, adding
+ * what is placed to @out[0..nr).  Anchors are matched once (sections and
+ * symbols by name, a name not unique on either side not used; functions by
  * fingerprint and position); then each byte goes through the most precise
- * anchor that holds it (symbol, function, section).  A byte in a function
- * or symbol without a match is dropped rather than guessed.  Pure.
+ * anchor that holds it (symbol, function, section).  A byte inside a
+ * function or symbol without a match is dropped rather than guessed; bytes
+ * of a section holding functions but in none are padding, not carried.
+ * Pure; linear in the anchors and ranges but for sorting and searching.
  */
 int pb_carry_ranges(const struct pb_anchors *from, const struct pb_anchors *to,
-		    const struct pb_byte_ranges *in, uint64_t new_size,
+		    const struct pb_byte_ranges *in, unsigned int nr, uint64_t new_size,
 		    struct pb_byte_ranges *out, struct pb_carry_stats *st);
 
 /*

@@ -10,7 +10,6 @@
  * file is ROOT + path, resolved inside ROOT (pb_confine(): a symlink in the
  * root must not lead the tool to stamp or vouch for a file outside it).
  */
-#include <dirent.h>
 #include <errno.h>
 #include <limits.h>
 #include <fcntl.h>
@@ -397,61 +396,91 @@ static int compare_recorded(struct vlines *l, const struct rpm_opts *o)
 /*
  * A package stamped at build time (%pbitmap_ship, rpm-scripts/macros.pbitmap)
  * records the stamped bytes, which change as soon as the kernel learns.  Its
- * manifest, PB_SHIPPED_DIR/NAME.sha256, itself a packaged file that rpm -V
- * verifies, lists "SHA256 SIZE PATH" of each file's original content: a
- * stamped file whose original content matches its line is as packaged.
+ * manifest, PB_SHIPPED_DIR/NAME.sha256, lists "SHA256 SIZE PATH" of each
+ * file's original content: a stamped file whose original content matches
+ * its line is as packaged.  The manifest is trusted only when it belongs to
+ * the package that owns the file, and rpm -V (this run, which verified
+ * that package) did not report it: a manifest dropped in by someone else,
+ * or edited, vouches for nothing.
  */
 #define PB_SHIPPED_DIR	"/usr/lib/pbitmap/shipped"
 
-static bool shipped_match(const char *root, struct vline *l)
+/* The name of the package owning @path (rpm -qf), in @name; false if none. */
+static bool owner_of(const struct rpm_opts *o, const char *path, char *name, size_t size)
 {
-	char dir[PATH_MAX], line[PATH_MAX + 160], hex[PB_DIGEST_HEX_MAX];
-	const char *path = flagged_path(l->text);
-	bool digested = false, ok = false;
-	struct dirent *de;
-	DIR *d;
+	static const char *const args[] = { "-qf", "--qf", "%{NAME}\\n", NULL };
+	char *paths[2] = { (char *)path, NULL };
+	struct rpm_opts q = { .root = o->root, .dbpath = o->dbpath, .pkgs = paths };
+	struct rpm_child child;
+	bool ok;
 
-	snprintf(dir, sizeof(dir), "%s%s", root ? root : "", PB_SHIPPED_DIR);
-	d = opendir(dir);
-	while (d && !ok && (de = readdir(d))) {
-		char file[PATH_MAX + 256];
-		FILE *fp;
+	if (rpm_start(&child, &q, args))
+		return false;
+	ok = fgets(name, (int)size, child.out) != NULL;
+	if (ok)
+		name[strcspn(name, "\n")] = '\0';
+	return !rpm_finish(&child) && ok && name[0];
+}
 
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(file, sizeof(file), "%s/%s", dir, de->d_name);
-		fp = pb_path_fopen_read(file);	/* inside --root */
-		while (fp && !ok && fgets(line, sizeof(line), fp)) {
-			char want[PB_DIGEST_HEX_MAX];
-			unsigned long long size;
-			int at = 0;
+static bool reported(const struct vlines *l, const char *path)
+{
+	for (size_t i = 0; i < l->n; i++) {
+		const char *p = flagged_path(l->v[i].text);
 
-			line[strcspn(line, "\n")] = '\0';
-			if (sscanf(line, "%128s %llu %n", want, &size, &at) != 2 || !at ||
-			    strcmp(line + at, path) || size != l->content_size)
-				continue;
-			if (!digested) {
-				struct pb_file f;
-
-				if (pb_open(&f, l->host_path, PB_OPEN_QUIET | PB_OPEN_ELF_ONLY))
-					break;
-				digested = !pb_digest_original(&f, "sha256", hex);
-				pb_close(&f);
-			}
-			ok = digested && !strcmp(hex, want);
-		}
-		if (fp)
-			fclose(fp);
+		if (p && !strcmp(p, path))
+			return true;
 	}
-	if (d)
-		closedir(d);
+	return false;
+}
+
+static bool shipped_match(const struct rpm_opts *o, const struct vlines *all, struct vline *l)
+{
+	char pkg[256], owner[256], manifest[PATH_MAX], host[PATH_MAX];
+	char line[PATH_MAX + 160], hex[PB_DIGEST_HEX_MAX];
+	const char *path = flagged_path(l->text);
+	bool ok = false;
+	FILE *fp;
+
+	if (!owner_of(o, path, pkg, sizeof(pkg)) ||
+	    snprintf(manifest, sizeof(manifest), PB_SHIPPED_DIR "/%s.sha256", pkg) >=
+	    (int)sizeof(manifest) ||
+	    !owner_of(o, manifest, owner, sizeof(owner)) || strcmp(owner, pkg) ||
+	    reported(all, manifest) ||
+	    snprintf(host, sizeof(host), "%s%s", o->root ? o->root : "", manifest) >=
+	    (int)sizeof(host))
+		return false;
+	fp = pb_path_fopen_read(host);	/* inside --root */
+	while (fp && !ok && fgets(line, sizeof(line), fp)) {
+		char want[PB_DIGEST_HEX_MAX];
+		unsigned long long size;
+		int at = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (line[0] == '-' || sscanf(line, "%128s %llu %n", want, &size, &at) != 2 || !at ||
+		    strcmp(line + at, path) || size != l->content_size)
+			continue;
+		if (!l->algo || strcmp(l->algo, "sha256")) {
+			struct pb_file f;
+
+			if (pb_open(&f, l->host_path, PB_OPEN_QUIET | PB_OPEN_ELF_ONLY))
+				break;
+			if (!pb_digest_original(&f, "sha256", hex)) {
+				memcpy(l->hex, hex, sizeof(hex));
+				l->algo = "sha256";
+			}
+			pb_close(&f);
+		}
+		ok = l->algo && !strcmp(l->algo, "sha256") && !strcmp(l->hex, want);
+	}
+	if (fp)
+		fclose(fp);
 	return ok;
 }
 
-static void compare_shipped(struct vlines *l, const char *root)
+static void compare_shipped(struct vlines *l, const struct rpm_opts *o)
 {
 	for (size_t i = 0; i < l->n; i++)
-		if (l->v[i].stamped && !l->v[i].as_packaged && shipped_match(root, &l->v[i]))
+		if (l->v[i].stamped && !l->v[i].as_packaged && shipped_match(o, l, &l->v[i]))
 			l->v[i].as_packaged = true;
 }
 
@@ -523,7 +552,7 @@ int pb_cmd_rpm_verify(int argc, char **argv)
 	if (!ret && stamped)
 		ret = compare_recorded(&l, &o);
 	if (!ret && stamped)
-		compare_shipped(&l, o.root);
+		compare_shipped(&l, &o);
 	for (size_t i = 0; i < l.n; i++) {
 		reported |= print_vline(&l.v[i]);
 		cleared |= l.v[i].as_packaged;
