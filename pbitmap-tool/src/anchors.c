@@ -402,8 +402,8 @@ static bool cie_fde_encoding(struct cursor cie, unsigned int ptr_size, unsigned 
  * which holds the LSDA's address).
  */
 static bool fde_fingerprint(const struct cursor *frame, uint64_t fde_vaddr,
-			    unsigned int ptr_size, uint64_t *range, uint64_t *hash,
-			    uint64_t *hashed)
+			    unsigned int ptr_size, uint64_t *begin, uint64_t *range,
+			    uint64_t *hash, uint64_t *hashed)
 {
 	struct cursor c = *frame, cie;
 	uint64_t len, end, cie_ptr, cie_pos;
@@ -427,7 +427,7 @@ static bool fde_fingerprint(const struct cursor *frame, uint64_t fde_vaddr,
 	c.size = end;		/* every read below stays inside the FDE */
 	if (!cie_fde_encoding(cie, ptr_size, &enc) || enc == PE_OMIT)
 		return false;
-	get_encoded(&c, enc & 0x7f, ptr_size, 0, true);	/* pc_begin */
+	*begin = get_encoded(&c, enc & 0x7f, ptr_size, 0, false);
 	*range = get_encoded(&c, enc & 0x0f, ptr_size, 0, true);
 	if (!c.ok)
 		return false;
@@ -455,6 +455,78 @@ static bool fde_fingerprint(const struct cursor *frame, uint64_t fde_vaddr,
 	return true;
 }
 
+struct fde_start {
+	uint64_t start, range, hash;
+};
+
+static int by_start(const void *x, const void *y)
+{
+	const struct fde_start *a = x, *b = y;
+
+	return a->start < b->start ? -1 : a->start > b->start;
+}
+
+/*
+ * Without .eh_frame_hdr (gcc -static does not ask the linker for one), the
+ * FDEs of .eh_frame itself, walked in order and then sorted by the address
+ * of their function, give the same anchors.
+ */
+static const char *add_functions_from_frame(const struct image *im, struct pb_anchors *a)
+{
+	unsigned int ptr_size = im->cls == ELFCLASS64 ? 8 : 4;
+	struct fde_start *v = NULL, *grown;
+	size_t n = 0, cap = 0, shstrndx;
+	uint64_t hashed = 0;
+	struct cursor frame = { 0 };
+	Elf_Scn *scn = NULL;
+	const char *why = NULL;
+	bool found = false;
+
+	if (elf_getshdrstrndx(im->elf, &shstrndx))
+		return NULL;
+	while (!found && (scn = elf_nextscn(im->elf, scn))) {
+		GElf_Shdr sh;
+		const char *name;
+
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_PROGBITS ||
+		    !(sh.sh_flags & SHF_ALLOC))
+			continue;
+		name = elf_strptr(im->elf, shstrndx, sh.sh_name);
+		if (name && !strcmp(name, ".eh_frame"))
+			found = section_at(im, sh.sh_addr, &frame) && frame.pos == 0;
+	}
+	if (!found)
+		return NULL;	/* no unwind information: sections and symbols only */
+	while (frame.ok && frame.pos + 8 <= frame.size && hashed <= 2 * frame.size) {
+		uint64_t at = frame.pos, len = get_n(&frame, 4), id, begin, range, hash, off;
+
+		if (!frame.ok || len == 0 || len == 0xffffffffu || len > frame.size - frame.pos)
+			break;
+		id = get_n(&frame, 4);
+		frame.pos = at + 4 + len;
+		if (!id || !fde_fingerprint(&frame, frame.vaddr + at, ptr_size, &begin, &range,
+					    &hash, &hashed) || !range)
+			continue;
+		if (!vaddr_to_offset(im, begin, range, &off))
+			continue;
+		grown = pb_grow(v, n, &cap, sizeof(*v), 256);
+		if (!grown) {
+			why = "out of memory";
+			break;
+		}
+		v = grown;
+		v[n++] = (struct fde_start){ off, range, hash };
+	}
+	if (!why && n)
+		qsort(v, n, sizeof(*v), by_start);
+	for (size_t i = 0; !why && i < n; i++)
+		if (add_anchor(a, PB_ANCHOR_FUNCTION, v[i].start, v[i].range, NULL, v[i].hash,
+			       (uint32_t)i))
+			why = "out of memory";
+	free(v);
+	return why;
+}
+
 static const char *add_functions(const struct image *im, struct pb_anchors *a)
 {
 	unsigned int ptr_size = im->cls == ELFCLASS64 ? 8 : 4;
@@ -475,7 +547,7 @@ static const char *add_functions(const struct image *im, struct pb_anchors *a)
 		}
 	}
 	if (!found)
-		return NULL;	/* no unwind table: sections and symbols only */
+		return add_functions_from_frame(im, a);
 	if (get_n(&c, 1) != 1)
 		return NULL;
 	ptr_enc = (unsigned int)get_n(&c, 1);
@@ -490,7 +562,7 @@ static const char *add_functions(const struct image *im, struct pb_anchors *a)
 	for (uint64_t i = 0; i < count; i++) {
 		uint64_t start = get_encoded(&c, table_enc, ptr_size, hdr_vaddr, false);
 		uint64_t fde = get_encoded(&c, table_enc, ptr_size, hdr_vaddr, false);
-		uint64_t range, hash, off;
+		uint64_t begin, range, hash, off;
 
 		if (!c.ok)
 			break;
@@ -501,7 +573,7 @@ static const char *add_functions(const struct image *im, struct pb_anchors *a)
 		 */
 		if (hashed > 2 * frame.size)
 			break;
-		if (!fde_fingerprint(&frame, fde, ptr_size, &range, &hash, &hashed) || !range ||
+		if (!fde_fingerprint(&frame, fde, ptr_size, &begin, &range, &hash, &hashed) || !range ||
 		    !vaddr_to_offset(im, start, range, &off))
 			continue;
 		if (add_anchor(a, PB_ANCHOR_FUNCTION, off, range, NULL, hash, (uint32_t)i))

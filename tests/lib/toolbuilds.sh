@@ -8,7 +8,9 @@
 # tests/tool/t-profile.sh and tests/rpm/t-carry.sh.
 #
 #   build_tool REV DIR   DIR/prog and DIR/libpbitmap.so (RUNPATH $ORIGIN)
-#                        of commit REV, or of the working tree for "worktree"
+#                        of commit REV, or of the working tree for "worktree";
+#                        with BUILD_STATIC=1 also DIR/prog-static, the whole
+#                        tool linked statically
 
 need gcc strip git tar
 [[ -d $TOP/.git ]] || fail "$TOP is not a git clone: the two builds need commit 49a6f83"
@@ -33,8 +35,17 @@ build_tool() {
 		fail "build $rev library: $(tail -5 "$out/cc.log")"
 	gcc "${cflags[@]}" -o "$out/prog" "$src/src/main.c" -L"$out" -lpbitmap \
 		-Wl,-rpath,'$ORIGIN' 2>>"$out/cc.log" || fail "build $rev program: $(tail -5 "$out/cc.log")"
+	# The whole tool in one static program, libraries and all (libelf,
+	# libzstd, libz, libcrypto, libc): 4 MB or more whose start-up touches
+	# pages all over it, and whose every function moves when the tool's own
+	# code changes size.  Only with BUILD_STATIC=1 (t-upgrade).
+	if [[ ${BUILD_STATIC:-} == 1 ]]; then
+		gcc "${cflags[@]}" -static -o "$out/prog-static" "$src"/src/*.c \
+			-lelf -lzstd -lz -lcrypto 2>>"$out/cc.log" ||
+			fail "build $rev static program: $(tail -5 "$out/cc.log")"
+	fi
 	# As Debian's dh_strip does.
 	strip --remove-section=.comment --remove-section=.note --strip-unneeded \
-		"$out/prog" "$out/libpbitmap.so" || fail "strip $rev"
+		"$out/prog" "$out/libpbitmap.so" ${BUILD_STATIC:+"$out/prog-static"} || fail "strip $rev"
 	rm -rf "$src"
 }
