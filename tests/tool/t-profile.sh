@@ -34,13 +34,6 @@ need python3 cmp
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-# `show --json` generation 0 as a sorted list of page numbers.
-pages() {
-	"$PBITMAP" show --json "$1" | python3 -c '
-import json, sys
-p = json.load(sys.stdin)[0]["planes"][int(sys.argv[1])]
-print(" ".join(str(n) for a, b in p["ranges"] for n in range(a, b + 1)))' "${2:-0}"
-}
 
 # ---- same build -------------------------------------------------------------
 
@@ -63,7 +56,7 @@ pass "ELF: export, import into an unstamped copy of the same build: identical"
 cp /usr/bin/python3.11 py-other
 "$PBITMAP" add -q py-other && "$PBITMAP" set --pages 500-510 py-other || fail "stamp py-other"
 expect_status 0 "$PBITMAP" import py.prof py-other
-[[ $(pages py-other) == "$(pages py)" ]] || fail "import into a stamped copy kept other bits"
+[[ $(gen_pages py-other) == "$(gen_pages py)" ]] || fail "import into a stamped copy kept other bits"
 pass "ELF: import replaces the bits of a stamped copy"
 
 python3 -c "import sys; sys.stdout.buffer.write(bytes(range(256)) * 11719)" >data
@@ -73,7 +66,7 @@ cp data data-copy
 expect_status 0 "$PBITMAP" export -o data.prof data
 grep -q '^kind data$' data.prof || fail "data file not exported as kind data"
 expect_status 0 "$PBITMAP" import data.prof data-copy
-[[ $(pages data-copy) == "1 5 6 7 8 9" ]] || fail "data import: $(pages data-copy)"
+[[ $(gen_pages data-copy) == "1 5 6 7 8 9" ]] || fail "data import: $(gen_pages data-copy)"
 pass "data file: export, import into a copy: identical"
 
 # ---- another build ----------------------------------------------------------
@@ -83,16 +76,9 @@ build_tool worktree B
 cp -a B Bt
 "$PBITMAP" add -q A/prog A/libpbitmap.so B/prog B/libpbitmap.so Bt/prog Bt/libpbitmap.so ||
 	fail "stamp the builds"
-# Work both builds do alike whatever format each writes: a digest, and
-# stamping a fresh copy.
-for build in A Bt; do
-	cp /usr/bin/python3.11 "$build.work"
-	"$PBITMAP" record -q -- "$build/prog" digest "$build.work" >/dev/null 2>"$build.rec" ||
-		fail "record $build/prog digest: $(tail -3 "$build.rec")"
-	"$PBITMAP" record -q -- "$build/prog" add "$build.work" >/dev/null 2>"$build.rec" ||
-		fail "record $build/prog add: $(tail -3 "$build.rec")"
-done
-[[ -n $(pages A/prog) && -n $(pages A/libpbitmap.so) ]] || fail "record learned nothing in A"
+learn_build A
+learn_build Bt
+[[ -n $(gen_pages A/prog) && -n $(gen_pages A/libpbitmap.so) ]] || fail "record learned nothing in A"
 expect_status 0 "$PBITMAP" export -o A.prof A/prog A/libpbitmap.so
 expect_status 0 "$PBITMAP" import -v A.prof B/prog B/libpbitmap.so
 grep -q "B/prog: carried from another build" "$ERR" || fail "prog: $(cat "$ERR")"
@@ -102,18 +88,7 @@ grep "libpbitmap.so: carried" "$ERR" | grep -qv " 0 by symbol" ||
 while read -r line; do note "${line#pbitmap: }"; done <"$ERR"
 for f in prog libpbitmap.so; do
 	for age in 0 1; do
-		read -r cov jac carried learned < <(python3 - "$(pages "B/$f" "$age")" \
-			"$(pages "Bt/$f" "$age")" <<'PY'
-import sys
-c = set(sys.argv[1].split()); l = set(sys.argv[2].split())
-print(len(c & l) / len(l) if l else 1.0, len(c & l) / len(c | l) if c | l else 1.0,
-      len(c), len(l))
-PY
-)
-		note "$f generation $age: carried $carried pages, B learned $learned;" \
-		     "coverage $cov, Jaccard $jac"
-		python3 -c "import sys; sys.exit(0 if float('$cov') >= 0.9 else 1)" ||
-			fail "$f generation $age: only $cov of the pages B used were carried"
+		check_carried "$f generation $age" "B/$f" "Bt/$f" "$age"
 	done
 done
 pass "another build (stripped, functions moved): carried, >= 90% of B's pages covered"
@@ -156,11 +131,11 @@ for i in $(seq 1 10); do
 done
 profiles=(m{1..10}.prof)
 expect_status 0 "$PBITMAP" merge --min 5 fleet "${profiles[@]}"
-[[ $(pages fleet) == "2 3 4 20" ]] || fail "--min 5: $(pages fleet)"
+[[ $(gen_pages fleet) == "2 3 4 20" ]] || fail "--min 5: $(gen_pages fleet)"
 expect_status 0 "$PBITMAP" merge --min 1 fleet "${profiles[@]}"
-[[ $(pages fleet) == "2 3 4 20 40" ]] || fail "--min 1: $(pages fleet)"
+[[ $(gen_pages fleet) == "2 3 4 20 40" ]] || fail "--min 1: $(gen_pages fleet)"
 expect_status 0 "$PBITMAP" merge --min 4 fleet m1 m2 m3 m4 m5
-[[ $(pages fleet) == "2 3 4 20" ]] || fail "--min 4 of stamped files: $(pages fleet)"
+[[ $(gen_pages fleet) == "2 3 4 20" ]] || fail "--min 4 of stamped files: $(gen_pages fleet)"
 snapshot fleet
 expect_status 2 "$PBITMAP" merge --min 11 fleet "${profiles[@]}"
 assert_unchanged fleet
