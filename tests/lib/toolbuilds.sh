@@ -5,7 +5,8 @@
 # added since: profile.c, anchors.c, cmd-profile.c; merge rewritten), each
 # built as a program (main.c) and a shared library of its other modules,
 # stripped as Debian's dh_strip does.  Sourced after ../lib.sh by
-# tests/tool/t-profile.sh and tests/rpm/t-carry.sh.
+# tests/tool/t-profile.sh, tests/rpm/t-carry.sh, tests/deb/t-deb.sh and
+# tests/lib/make-toolbuilds (for the guest test t-upgrade).
 #
 #   build_tool REV DIR   DIR/prog and DIR/libpbitmap.so (RUNPATH $ORIGIN)
 #                        of commit REV, or of the working tree for "worktree";
