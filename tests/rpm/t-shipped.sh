@@ -16,7 +16,8 @@
 #      a learned generation does): rpm -V reports the digest; rpm-verify
 #      reports nothing, the line marked as packaged.  A changed code byte
 #      is still reported.
-#   4. A profile of another program: rpmbuild fails, naming it.
+#   4. A profile of another program, or one that matches no file of the
+#      package (a renamed program): rpmbuild fails, saying which.
 
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/rpmlib.sh"
@@ -85,3 +86,10 @@ cp /usr/bin/python3.11 "$work/py" && "$PBITMAP" add -q "$work/py" && "$PBITMAP" 
 build_example "$work/wrong.profile" >"$work/wrong.out" 2>&1 && fail "rpmbuild accepted another program's profile"
 grep -q "is for another program" "$work/wrong.out" || fail "rpmbuild failed without saying why: $(tail -5 "$work/wrong.out")"
 pass "another program's profile: rpmbuild fails, saying so"
+
+sed 's|^file .*|file /usr/bin/pbitmap-hello-renamed|' "$ex/pbitmap-hello.profile" >"$work/stale.profile" ||
+	fail "make a stale profile"
+build_example "$work/stale.profile" >"$work/stale.out" 2>&1 && fail "rpmbuild accepted a profile that matches no file"
+grep -q "pbitmap-hello.profile: no file of .* has an entry in it" "$work/stale.out" ||
+	fail "rpmbuild failed without saying why: $(tail -5 "$work/stale.out")"
+pass "a profile that matches no file of the package (a renamed program): rpmbuild fails, saying so"
