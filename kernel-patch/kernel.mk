@@ -124,9 +124,10 @@ vm-run:
 # Builds what is out of date first (a no-op kernel build takes about 10 s).
 # The tests travel with tests/lib/ground_truth.py, which measures the pages a
 # command faults (the tests stamp their bitmaps from it), and with two builds
-# of this project's tool (tests/lib/make-toolbuilds) for t-upgrade.
+# of this project's tool, packaged with pbitmap's own .rpm and .deb
+# (tests/lib/make-toolbuilds), for t-upgrade.
 VM_TESTS := $(BUILD)/vm-tests
-vm-check: kernel image
+vm-check: kernel image rpm deb
 	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
 	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
