@@ -35,12 +35,28 @@
 #                           copies; each copy it touched marked with exactly
 #                           the pages it faulted (NAME.truth, NAME.want)
 #   vmstat_counter NAME     a /proc/vmstat counter (empty if the kernel has none)
+#   learn_reset             learning off, its intervals and window at their
+#                           defaults (the learning tests' EXIT traps)
+#   learn_flush             write back what the kernel learned, now
 #   cold_begin NAME         work in a fresh /var/tmp/NAME ($W); fail MSG
 
 COLD_RESULTS=${COLD_RESULTS:-cold-results}
 RUNS=${RUNS:-3}
 
 cold_fail() { echo "FAIL: $*"; exit 1; }
+
+learn_reset() {
+	local vm=/proc/sys/vm
+	echo 0 >$vm/pbitmap_learn 2>/dev/null
+	echo 10000 >$vm/pbitmap_learn_window_ms 2>/dev/null
+	echo 60 >$vm/pbitmap_learn_interval_s 2>/dev/null
+	echo 21600 >$vm/pbitmap_learn_data_interval_s 2>/dev/null
+	return 0
+}
+
+learn_flush() {
+	echo 1 >/proc/sys/vm/pbitmap_learn_flush || fail "cannot write vm.pbitmap_learn_flush"
+}
 
 # cold_begin NAME: a fresh work directory /var/tmp/NAME, made current and
 # kept in W; pbitmap off again whenever the test ends (fail, or the EXIT trap).

@@ -23,11 +23,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/testbed-lib.sh"
 cold_begin t-learn-crash
 VM=/proc/sys/vm
-learn_reset() {
-	echo 0 >$VM/pbitmap_learn 2>/dev/null
-	echo 60 >$VM/pbitmap_learn_interval_s 2>/dev/null
-	return 0
-}
 trap 'learn_reset; cold_reset; tb_cleanup; cd /; rm -rf "$W"' EXIT
 cold_need_sysctls pbitmap_enabled pbitmap_learn pbitmap_learn_interval_s pbitmap_learn_flush
 cold_need_counters pbitmap_learn_written

@@ -40,13 +40,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/testbed-lib.sh"
 cold_begin t-learn-rules
 VM=/proc/sys/vm
-learn_reset() {
-	echo 0 >$VM/pbitmap_learn 2>/dev/null
-	echo 10000 >$VM/pbitmap_learn_window_ms 2>/dev/null
-	echo 60 >$VM/pbitmap_learn_interval_s 2>/dev/null
-	echo 21600 >$VM/pbitmap_learn_data_interval_s 2>/dev/null
-	return 0
-}
 trap 'learn_reset; cold_reset; tb_cleanup; cd /; rm -rf "$W"' EXIT
 cold_need_sysctls pbitmap_enabled pbitmap_learn pbitmap_learn_window_ms \
 	pbitmap_learn_interval_s pbitmap_learn_data_interval_s pbitmap_learn_flush
@@ -55,7 +48,6 @@ cold_need_counters pbitmap_learn_written pbitmap_learn_sets pbitmap_learn_skip_s
 cold_missing
 command -v debugfs >/dev/null || fail "no debugfs in the guest (e2fsprogs): cannot read i_version"
 
-flush() { echo 1 >$VM/pbitmap_learn_flush || fail "cannot write vm.pbitmap_learn_flush"; }
 runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
 delta() { echo $(($(vmstat_counter "$1") - $2)); }
 # count_in FILE FIRST N: how many of pages FIRST..FIRST+N-1 the newest generation has.
@@ -100,12 +92,12 @@ cp learn-pages lp-suid && pbitmap add -q --learn=every lp-suid && chmod 4755 lp-
 sum0=$(sha256sum <lp-suid)
 s0=$(vmstat_counter pbitmap_learn_skip_setid)
 "${NOBODY[@]}" python3 touch-map.py lp-suid || fail "setid: nobody cannot map lp-suid"
-flush
+learn_flush
 [ "$(sha256sum <lp-suid)" = "$sum0" ] ||
 	fail "setid: nobody's mapping wrote its faults into a set-uid-root file (learn=2)"
 [ "$(delta pbitmap_learn_skip_setid "$s0")" -gt 0 ] || fail "setid: pbitmap_learn_skip_setid did not grow"
 touch_map lp-suid
-flush
+learn_flush
 [ "$(runs_of lp-suid)" = 1 ] || fail "setid: the owner's (root's) mapping was not learned"
 echo "setid: nobody's mapping of the set-uid copy left it byte-identical (skip_setid +$(delta pbitmap_learn_skip_setid "$s0")); root's was learned"
 
@@ -115,12 +107,12 @@ cp learn-pages lp-ll && pbitmap add -q lp-ll
 sum0=$(sha256sum <lp-ll)
 d0=$(vmstat_counter pbitmap_learn_skip_denied)
 ./landlock-exec ./lp-ll A >/dev/null || fail "landlock: the confined run failed"
-flush
+learn_flush
 [ "$(sha256sum <lp-ll)" = "$sum0" ] ||
 	fail "landlock: a learner that may not write files had its faults written into its file"
 [ "$(delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "landlock: pbitmap_learn_skip_denied did not grow"
 ./lp-ll A >/dev/null
-flush
+learn_flush
 [ "$(runs_of lp-ll)" = 1 ] || fail "landlock: the same run unconfined was not learned"
 echo "landlock: the confined learner's file is byte-identical (skip_denied +$(delta pbitmap_learn_skip_denied "$d0")); unconfined, learned"
 
@@ -159,7 +151,7 @@ watcher=$!
 for _ in $(seq 50); do [ -e events.ready ] && break; sleep 0.1; done
 [ -e events.ready ] || fail "notify: the inotify watcher did not start"
 ./lp-ev A >/dev/null
-flush
+learn_flush
 wait "$watcher" || fail "notify: the inotify watcher failed"
 [ "$(runs_of lp-ev)" = 1 ] || fail "notify: the run was not learned"
 read -r m1 c1 < <(times_ns lp-ev)
@@ -183,7 +175,7 @@ os.setresuid(65534, 65534, 65534)
 for m in maps:
     sum(m[i] for i in range(0, len(m), 4096))
 PY
-flush
+learn_flush
 rn=$(runs_of d-nobody) rr=$(runs_of d-root)
 echo "identity: mapped as root, touched as nobody: nobody's file runs=$rn, root's file runs=$rr"
 [ "$rn" = 1 ] || fail "identity: nobody's file, touched as nobody, was not learned"
@@ -198,7 +190,7 @@ o0=$(vmstat_counter pbitmap_learn_skip_owner)
 "${NOBODY[@]}" ./lp-owner A >/dev/null || fail "every run: nobody's run failed"
 datafile d-ro && pbitmap add -q --learn=every d-ro
 "${NOBODY[@]}" python3 touch-map.py d-ro || fail "every run: nobody cannot map d-ro"
-flush
+learn_flush
 [ "$(runs_of lp-every)" = 1 ] || fail "every run: nobody's run of a root-owned program stamped --learn=every was not learned under learn=2"
 [ "$(runs_of lp-owner)" = 0 ] || fail "every run: nobody's run was learned into a program whose policy is the owner's runs"
 [ "$(runs_of d-ro)" = 0 ] || fail "every run: a data file nobody may not write was learned from nobody's run"
@@ -215,7 +207,7 @@ sleep 0.5
 second=$!
 wait "$first" "$second" || fail "windows: a learner failed"
 for _ in $(seq 30); do [ "$(runs_of lp-two)" -ge 1 ] && break; sleep 0.2; done
-flush
+learn_flush
 echo 10000 >$VM/pbitmap_learn_window_ms
 na=$(count_in lp-two "$A" 64) nb=$(count_in lp-two "$B" 64) runs=$(runs_of lp-two)
 echo "windows: $runs generation(s); the newest has $na of the first learner's 64 pages and $nb of the second's"

@@ -17,7 +17,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/coldlib.sh"
 cold_begin t-learn-storm
 VM=/proc/sys/vm
-trap 'echo 0 >$VM/pbitmap_learn; echo 60 >$VM/pbitmap_learn_interval_s; cold_reset; cd /; rm -rf "$W"' EXIT
+trap 'learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
 cold_need_sysctls pbitmap_enabled pbitmap_learn pbitmap_learn_interval_s pbitmap_learn_flush
 cold_need_counters pbitmap_learn_written pbitmap_learn_merged pbitmap_learn_busy \
 	pbitmap_learn_dropped pbitmap_learn_write_ns

@@ -53,13 +53,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/testbed-lib.sh"
 cold_begin t-learn
 VM=/proc/sys/vm
-learn_reset() {
-	echo 0 >$VM/pbitmap_learn 2>/dev/null
-	echo 10000 >$VM/pbitmap_learn_window_ms 2>/dev/null
-	echo 60 >$VM/pbitmap_learn_interval_s 2>/dev/null
-	echo 21600 >$VM/pbitmap_learn_data_interval_s 2>/dev/null
-	return 0
-}
 trap 'learn_reset; cold_reset; tb_cleanup; cd /; rm -rf "$W"' EXIT
 cold_need_ground_truth
 cold_need_sysctls pbitmap_enabled pbitmap_learn pbitmap_learn_window_ms \
@@ -70,7 +63,6 @@ cold_need_counters pbitmap_learn_written pbitmap_learn_busy pbitmap_learn_granul
 	pbitmap_learn_deferred
 cold_missing
 
-flush() { echo 1 >$VM/pbitmap_learn_flush || fail "cannot write vm.pbitmap_learn_flush"; }
 
 # pages FILE WHICH: the file's pages in the newest generation (WHICH=newest)
 # or in the prefetch set (WHICH=prefetch), one per line.
@@ -105,7 +97,7 @@ cp learn-pages lp-age && pbitmap add -q -g 4 -t 1 lp-age
 echo 1 >$VM/pbitmap_learn
 w0=$(vmstat_counter pbitmap_learn_written)
 ./lp-age A >/dev/null
-flush
+learn_flush
 [ "$(runs_of lp-age)" = 1 ] || fail "aging: after one run of A the record has $(runs_of lp-age) runs, not 1 (written: $(delta pbitmap_learn_written "$w0"))"
 na=$(count_in lp-age newest "$A" 64)
 nb=$(count_in lp-age newest "$B" 64)
@@ -115,7 +107,7 @@ echo "aging: run of A learned $(pages lp-age newest | wc -l) pages, $na of A's 6
 	fail "aging: a run of A must learn exactly A's 64 array pages"
 for i in 1 2 3 4; do
 	./lp-age B >/dev/null
-	flush
+	learn_flush
 	pa=$(count_in lp-age prefetch "$A" 64)
 	pb=$(count_in lp-age prefetch "$B" 64)
 	echo "aging: after $i run(s) of B: $pa of A's pages and $pb of B's in the prefetch set"
@@ -129,11 +121,11 @@ done
 
 # ---- threshold ----
 cp learn-pages lp-thr && pbitmap add -q -g 4 -t 2 lp-thr
-./lp-thr B >/dev/null; flush
+./lp-thr B >/dev/null; learn_flush
 [ "$(count_in lp-thr prefetch "$B" 64)" = 0 ] || fail "threshold 2: one run of B already prefetches B"
-./lp-thr B >/dev/null; flush
+./lp-thr B >/dev/null; learn_flush
 [ "$(count_in lp-thr prefetch "$B" 64)" = 64 ] || fail "threshold 2: two runs of B do not prefetch B"
-./lp-thr A >/dev/null; flush
+./lp-thr A >/dev/null; learn_flush
 pa=$(count_in lp-thr prefetch "$A" 64)
 [ "$pa" = 0 ] || fail "threshold 2: one odd run of A added $pa of its pages"
 [ "$(runs_of lp-thr)" = 3 ] || fail "threshold 2: $(runs_of lp-thr) runs recorded, not 3"
@@ -143,7 +135,7 @@ echo "threshold 2: B prefetched after its 2nd run, one odd run of A added none"
 cp learn-pages lp-win && pbitmap add -q lp-win
 echo 1000 >$VM/pbitmap_learn_window_ms
 ./lp-win W 2500 >/dev/null
-flush
+learn_flush
 echo 10000 >$VM/pbitmap_learn_window_ms
 na=$(count_in lp-win newest "$A" 64)
 nb=$(count_in lp-win newest "$B" 64)
@@ -178,7 +170,7 @@ sync
 before=$(snapshot lp-safe)
 ctime0=$(stat -c %Z.%z lp-safe)
 ./lp-safe A >/dev/null
-flush
+learn_flush
 [ "$(runs_of lp-safe)" = 1 ] || fail "safety: the run of lp-safe was not learned"
 after=$(snapshot lp-safe)
 [ "$before" = "$after" ] || fail "safety: learning changed more than the record:
@@ -196,7 +188,7 @@ skipped() {
 	c0=$(vmstat_counter "$counter")
 	sum0=$(sha256sum <"$f")
 	"$@" >/dev/null || fail "$what: the run failed"
-	flush
+	learn_flush
 	[ "$(sha256sum <"$f")" = "$sum0" ] || fail "$what: the file was written"
 	[ "$(delta "$counter" "$c0")" -gt 0 ] || fail "$what: $counter did not grow"
 	echo "$what: untouched, $counter +$(delta "$counter" "$c0")"
@@ -213,7 +205,7 @@ skipped "nobody's run of a root-owned file, learn=1" pbitmap_learn_skip_owner lp
 	setpriv --reuid=65534 --regid=65534 --clear-groups ./lp-root A
 echo 2 >$VM/pbitmap_learn
 setpriv --reuid=65534 --regid=65534 --clear-groups ./lp-root A >/dev/null
-flush
+learn_flush
 [ "$(runs_of lp-root)" = 1 ] || fail "learn=2: nobody's run of lp-root (--learn=every) was not learned"
 echo "learn=2: nobody's run of the root-owned copy stamped --learn=every is learned"
 echo 1 >$VM/pbitmap_learn
@@ -251,7 +243,7 @@ echo "no write access held: write-back met the lock $(delta pbitmap_learn_busy "
 # generation, stays current for the kernel and the tool alike, and the
 # next learned write goes into the torn slot again.
 cp learn-pages lp-torn && pbitmap add -q lp-torn
-./lp-torn A >/dev/null; flush
+./lp-torn A >/dev/null; learn_flush
 slot_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["slot"])'; }
 [ "$(runs_of lp-torn)" = 1 ] && [ "$(slot_of lp-torn)" = 1 ] ||
 	fail "torn write: the first learned generation is not in slot 1 (runs $(runs_of lp-torn), slot $(slot_of lp-torn))"
@@ -273,7 +265,7 @@ pbitmap verify -q lp-torn || fail "torn slot: pbitmap verify does not accept the
 c0=$(vmstat_counter pbitmap_reject_checksum)
 ./lp-torn A >/dev/null || fail "torn slot: the program did not run"
 [ "$(delta pbitmap_reject_checksum "$c0")" = 0 ] || fail "torn slot: the kernel rejected the record instead of using the other slot"
-flush
+learn_flush
 [ "$(runs_of lp-torn)" = 1 ] && [ "$(slot_of lp-torn)" = 1 ] ||
 	fail "torn slot: the next learned write did not go into the torn slot"
 pbitmap verify -q lp-torn || fail "torn slot: the record written over the torn slot does not verify"
@@ -294,7 +286,7 @@ sum0=$(sha256sum <data)
 read -r m0 c0 < <(python3 -c 'import os, sys; s = os.stat(sys.argv[1]); print(s.st_mtime_ns, s.st_ctime_ns)' data)
 ./mmap-index clustered 42 data >out-data
 cmp -s out-data want-data || fail "data file: output differs from the ground-truth run"
-flush
+learn_flush
 [ "$(runs_of data)" = 1 ] || fail "data file: the mapped reads were not learned (runs $(runs_of data))"
 python3 "$HERE/jaccard.py" truth-data.json >jaccard-data || fail "jaccard.py failed: $(cat jaccard-data)"
 sed 's/^/  data file /' jaccard-data
@@ -310,7 +302,7 @@ echo "data file: learned (Jaccard $j), bytes and mtime unchanged, ctime moved (a
 echo 3600 >$VM/pbitmap_learn_data_interval_s
 d0=$(vmstat_counter pbitmap_learn_deferred)
 ./mmap-index clustered 42 data >/dev/null
-flush
+learn_flush
 [ "$(runs_of data)" = 1 ] || fail "data file: written again within vm.pbitmap_learn_data_interval_s"
 [ "$(delta pbitmap_learn_deferred "$d0")" -gt 0 ] || fail "data file: the deferred write was not counted"
 echo "data file: a second run within the 3600 s interval was deferred, not written"
@@ -354,7 +346,7 @@ echo "learning run 0: $(learned) pages in the prefetch set"
 for i in 1 2 3; do
 	cold_run "learn$i" out "${PL[@]}"
 	cmp -s out want || fail "learning run $i: output differs"
-	flush
+	learn_flush
 	echo "learning run $i: $(awk -v l="learn$i" '$1 == l { print $3 }' "$COLD_RESULTS") read requests; then $(learned) pages in the prefetch set"
 	if [ $i = 1 ]; then
 		python3 "$HERE/jaccard.py" truth.json >jaccard || fail "jaccard.py failed: $(cat jaccard)"

@@ -49,11 +49,6 @@ VM=/proc/sys/vm
 RUNS=${UPGRADE_RUNS:-5}
 P=$HERE/toolbuilds/pkgs
 DB=$W/rpmdb
-learn_reset() {
-	echo 0 >$VM/pbitmap_learn 2>/dev/null
-	echo 60 >$VM/pbitmap_learn_interval_s 2>/dev/null
-	return 0
-}
 # Everything this test installed goes again, whatever state it stopped in.
 uninstall() {
 	[ ! -e /usr/bin/pbitmap.real ] || mv -f /usr/bin/pbitmap.real /usr/bin/pbitmap
@@ -75,7 +70,6 @@ done
 for f in /usr/bin/pbitmap /usr/bin/pbt /usr/bin/pbt-ship /usr/bin/pbtd; do
 	[ ! -e $f ] || fail "$f exists before the test installed it"
 done
-flush() { echo 1 >$VM/pbitmap_learn_flush || fail "cannot write vm.pbitmap_learn_flush"; }
 rpmi() { rpm --dbpath "$DB" --force-debian --nodeps "$@"; }
 aptget() {
 	DEBIAN_FRONTEND=noninteractive apt-get -q -y -o Dpkg::Use-Pty=0 "$@"
@@ -104,7 +98,7 @@ learn_cold() {	# learn_cold PROGRAM: 3 cold runs learned by the kernel
 	for i in 1 2 3; do
 		sync && echo 3 >/proc/sys/vm/drop_caches
 		"$W/workload" "$1" >/dev/null || fail "$1: the workload failed"
-		flush
+		learn_flush
 	done
 	echo 0 >$VM/pbitmap_learn
 }
