@@ -18,7 +18,8 @@
 #                        coverage and Jaccard of carried pages; fail below 0.9
 
 need gcc strip git tar
-[[ -d $TOP/.git ]] || fail "$TOP is not a git clone: the two builds need commit 49a6f83"
+# A clone, or a worktree of one (.git a file there).
+[[ -e $TOP/.git ]] || fail "$TOP is not a git clone: the two builds need commit 49a6f83"
 TOOLBUILD_OLD=49a6f83
 
 build_tool() {
