@@ -21,8 +21,9 @@
  * symbol, a function, a section.  A byte inside a symbol or function of
  * the old build that has no counterpart in the new one is dropped, never
  * guessed: a wrong page costs a read and memory, a missing one only the
- * fault it would have saved.  Anchors whose size changed place bytes at
- * the same proportion of their length.
+ * fault it would have saved.  Symbols and functions whose size changed
+ * place bytes at the same proportion of their length; sections whose size
+ * changed, by their offset from the nearer end (place_section()).
  *
  * libelf reads the headers, sections, symbols and notes; the .eh_frame_hdr
  * table and the FDEs are read by hand (libelf does not parse them), with
@@ -869,25 +870,75 @@ out_f:
 
 /* ---- carrying ------------------------------------------------------------ */
 
-/* Map [s, e) of old anchor @a into new anchor @b. */
-static int place(const struct pb_anchor *a, const struct pb_anchor *b, uint64_t s, uint64_t e,
-		 uint64_t new_size, struct pb_byte_ranges *out)
+static int place_at(uint64_t ns, uint64_t ne, uint64_t new_size, struct pb_byte_ranges *out)
 {
-	uint64_t ns, ne;
-
-	if (a->size == b->size) {
-		ns = b->offset + (s - a->offset);
-		ne = b->offset + (e - a->offset);
-	} else {
-		ns = b->offset + (uint64_t)((unsigned __int128)(s - a->offset) * b->size / a->size);
-		ne = b->offset + (uint64_t)(((unsigned __int128)(e - a->offset) * b->size +
-					     a->size - 1) / a->size);
-	}
 	if (ne > new_size)
 		ne = new_size;
 	if (ns >= ne)
 		return 0;
 	return pb_byte_ranges_add(out, ns, ne - ns);
+}
+
+/*
+ * Map [s, e) of old section @a into new section @b, of another size.  A
+ * section is its input objects' pieces laid end to end, in link order:
+ * the pieces before the one that changed keep their offset from the
+ * section's start, those after it their offset from its end.  Scaling
+ * would move every byte by a share of the difference: in a static program
+ * that lost a library (tests/lib/toolbuilds.sh's prog-static), .rodata
+ * shrank from 493 KiB to 175 KiB, the C library's tables at its end were
+ * placed up to 80 KiB from where they are, and 10 of the pages the new
+ * build read were not carried.
+ * Where the change lies nothing says, so the first half of the old section
+ * keeps its offset from the start and the second half its offset from the
+ * end; what then falls outside the new section is dropped.
+ */
+static int place_section(const struct pb_anchor *a, const struct pb_anchor *b, uint64_t s,
+			 uint64_t e, uint64_t new_size, struct pb_byte_ranges *out)
+{
+	uint64_t mid = a->offset + a->size / 2, a_end = a->offset + a->size;
+	uint64_t from_end, to_end;
+
+	if (s < mid) {
+		uint64_t m = e < mid ? e : mid;
+
+		if (s - a->offset < b->size &&
+		    place_at(b->offset + (s - a->offset),
+			     b->offset + (m - a->offset < b->size ? m - a->offset : b->size),
+			     new_size, out))
+			return PB_FAIL;
+		s = m;
+	}
+	if (s >= e)
+		return 0;
+	from_end = a_end - s;
+	to_end = a_end - e;
+	if (to_end >= b->size)
+		return 0;
+	if (from_end > b->size)
+		from_end = b->size;
+	return place_at(b->offset + b->size - from_end, b->offset + b->size - to_end, new_size,
+			out);
+}
+
+/*
+ * Map [s, e) of old anchor @a into new anchor @b: at the same offset, or,
+ * a symbol or function whose size changed (compiled anew), at the same
+ * proportion of its length.
+ */
+static int place(const struct pb_anchor *a, const struct pb_anchor *b, uint64_t s, uint64_t e,
+		 uint64_t new_size, struct pb_byte_ranges *out)
+{
+	if (a->size == b->size)
+		return place_at(b->offset + (s - a->offset), b->offset + (e - a->offset), new_size,
+				out);
+	if (a->kind == PB_ANCHOR_SECTION)
+		return place_section(a, b, s, e, new_size, out);
+	return place_at(b->offset + (uint64_t)((unsigned __int128)(s - a->offset) * b->size /
+					       a->size),
+			b->offset + (uint64_t)(((unsigned __int128)(e - a->offset) * b->size +
+						a->size - 1) / a->size),
+			new_size, out);
 }
 
 /* Remove [s, e) from the set @left (sorted ranges), through @scratch. */
