@@ -62,7 +62,7 @@ CHECKS := check-tool
 -include stap/stap.mk
 -include kernel-patch/bench/bench.mk
 
-all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run
+all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so
 
 # Building the tool builds its launcher too (pbitmap-run, below): the tests
 # of `run` need both, and `make build/pbitmap` is what everyone runs.
@@ -75,11 +75,23 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 
 # The launcher (pbitmap-tool/run/pbitmap-run.c): `run` alone, static, no
 # libcrypto, so its own start-up costs a cold start as little as possible.
-RUN_SRCS := $(addprefix $(TOOL_DIR)/src/,prefetch.c record.c elfstore.c xattrstore.c marker.c \
+RUN_SRCS := $(addprefix $(TOOL_DIR)/src/,prefetch.c willneed.c record.c elfstore.c xattrstore.c marker.c \
 	      pbfile.c replace.c confine.c messages.c args.c filelist.c) $(TOOL_DIR)/run/pbitmap-run.c
 RUN_LIBS := -lelf -lzstd -lz
 $(BUILD)/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -static -o $@ $(RUN_SRCS) $(RUN_LIBS)
+
+# The LD_AUDIT module (pbitmap-tool/audit/pbitmap-audit.c): the user-space
+# baseline the kernel's prefetch is measured against (make bench, condition
+# audit; tests/tool/t-audit.sh).  Only the record's modules, zlib linked in,
+# nothing exported but ld.so's la_* entry points; the functions of those
+# modules it does not call (marker.c's writers, which print) are left out.
+AUDIT_SRCS := $(TOOL_DIR)/audit/pbitmap-audit.c \
+	      $(addprefix $(TOOL_DIR)/src/,record.c marker.c willneed.c)
+$(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -ffunction-sections -shared \
+		-Wl,-z,defs,--gc-sections,--exclude-libs,ALL \
+		-o $@ $(AUDIT_SRCS) -Wl,-Bstatic -lz -Wl,-Bdynamic
 
 $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
@@ -138,7 +150,7 @@ deps:
 check: deps
 	$(MAKE) PBITMAP_WERROR=1 $(CHECKS)
 
-check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(FUZZ_TARGETS)
+check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-audit.so $(FUZZ_TARGETS)
 	tests/run-tests tests/tool
 
 # User-space prefetch on the host, then the patched kernel in the VM as
@@ -156,7 +168,7 @@ fuzz: $(FUZZ_TARGETS)
 			$(BUILD)/fuzz/corpus-$$t $(TOOL_DIR)/fuzz/seeds || exit 1; \
 	done
 
-install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run
+install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so
 	install -D -m 0755 $(BUILD)/pbitmap $(DESTDIR)$(PREFIX)/bin/pbitmap
 	install -D -m 0755 $(BUILD)/pbitmap-run $(DESTDIR)$(PREFIX)/bin/pbitmap-run
 	install -D -m 0644 $(TOOL_DIR)/pbitmap.1 $(DESTDIR)$(PREFIX)/share/man/man1/pbitmap.1

@@ -539,5 +539,12 @@ int pb_cmd_run(int argc, char **argv);
  * non-NULL.  Returns 0 or PB_FAIL.
  */
 int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes);
+/*
+ * The same for record @r of the file open as @fd, whose content is
+ * @content bytes (willneed.c): no pb_file, no messages, for the LD_AUDIT
+ * module.  Returns 0 or an errno value.
+ */
+int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t *extents,
+		uint64_t *bytes);
 
 #endif /* PBITMAP_H */

@@ -37,19 +37,9 @@
 
 /* ---- prefetching one file ------------------------------------------------ */
 
-/*
- * Ranges closer than this are read as one: a read request costs more than
- * the few pages of a short gap (`record` learns page by page, with no
- * fault-around chunks to join neighbours).  Fault-around's default window.
- */
-#define PREFETCH_JOIN_GAP	(64 * 1024)
-
 int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 {
-	uint64_t nr, content, first, count, n_ext = 0, n_bytes = 0;
-	unsigned int shift;
-	unsigned char *plane;
-	int ret = 0;
+	int err;
 
 	if (extents)
 		*extents = 0;
@@ -57,42 +47,12 @@ int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 		*bytes = 0;
 	if (!f->has_record)
 		return 0;
-	nr = pb_nr_pages(&f->rec);
-	shift = pb_page_shift(&f->rec);
-	content = pb_content_size(f);
-	plane = malloc(le32toh(pb_hdr(&f->rec)->plane_size));
-	if (!plane)
-		return pb_error_errno(f->path, "malloc");
-	pb_effective(&f->rec, plane);
-	for (uint64_t n = 0; pb_next_run(plane, nr, n, &first, &count); n = first + count) {
-		uint64_t off = first << shift, end = (first + count) << shift;
-		uint64_t next, next_count;
-		int err;
-
-		while (pb_next_run(plane, nr, first + count, &next, &next_count) &&
-		       (next << shift) - end < PREFETCH_JOIN_GAP) {
-			count = next + next_count - first;
-			end = (first + count) << shift;
-		}
-		if (end > content)
-			end = content;	/* the last granule may be partial */
-		if (off >= end)
-			break;
-		err = posix_fadvise(f->fd, (off_t)off, (off_t)(end - off), POSIX_FADV_WILLNEED);
-		if (err) {
-			errno = err;
-			ret = pb_error_errno(f->path, "posix_fadvise");
-			break;
-		}
-		n_ext++;
-		n_bytes += end - off;
+	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), extents, bytes);
+	if (err) {
+		errno = err;
+		return pb_error_errno(f->path, "posix_fadvise");
 	}
-	free(plane);
-	if (extents)
-		*extents = n_ext;
-	if (bytes)
-		*bytes = n_bytes;
-	return ret;
+	return 0;
 }
 
 /* ---- command lines ------------------------------------------------------- */
