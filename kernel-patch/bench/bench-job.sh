@@ -26,6 +26,10 @@
 #            itself over LEARN_RUNS earlier cold runs (vm.pbitmap_learn=1)
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
+#   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
+#            replays the same bitmaps object by object, as ld.so opens each
+#            (issue 25's user-space baseline; every program the workload
+#            executes inherits LD_AUDIT)
 #   preload  every file the program maps read whole (cat) before it starts,
 #            as vmtouch/ureadahead users do; the reads are counted
 #   warm     everything cached: one uncounted run just before (the floor)
@@ -53,12 +57,12 @@ die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
 . "$JOB/bench.conf"
 : "${DISK:?}" "${RUNS:?}" "${GCC_RUNS:=$RUNS}" "${LEARN_RUNS:=3}" "${EXEC_BENCH:=0}" "${EXEC_REPEATS:=3}"
 : "${WORKLOADS:=gcc gdb python3 emacs pack}"
-: "${CONDITIONS:=nora off slurp early exec full learned user preload warm pressure-off pressure}"
+: "${CONDITIONS:=nora off slurp early exec full learned user audit preload warm pressure-off pressure}"
 read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
-for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run fill-evict.c; do
+for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
 done
 for s in pbitmap_enabled pbitmap_mmap pbitmap_early_fault mmap_slurp_all pbitmap_learn; do
@@ -101,6 +105,7 @@ if has_workload pack; then
 	install -m 0755 "$JOB/packlookup" $A/usr/local/bin/packlookup
 fi
 install -m 0755 "$JOB/pbitmap-run" $A/usr/local/bin/pbitmap-run
+install -D -m 0644 "$JOB/pbitmap-audit.so" $A/usr/local/lib/pbitmap/pbitmap-audit.so
 
 in_root() { chroot "$A" "$@"; }
 real() { in_root readlink -f "$1"; }
@@ -178,7 +183,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | preload | warm | pressure-off) ;;
+	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -393,6 +398,9 @@ one_run() {	# W C K
 	run=(chroot $root ${cmd[$w]})
 	# shellcheck disable=SC2206
 	[ "$c" = user ] && run=(chroot "$root" /usr/local/bin/pbitmap-run -q -- ${cmd[$w]})
+	# shellcheck disable=SC2206
+	[ "$c" = audit ] &&
+		run=(chroot "$root" /usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so ${cmd[$w]})
 	set_condition off
 	drain
 	if [ "$c" = warm ]; then

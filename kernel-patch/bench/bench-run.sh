@@ -11,8 +11,8 @@
 #   GCC_RUNS    runs of the gcc workload, about 30 s each under TCG (3)
 #   LEARN_RUNS  cold runs the kernel learns from before `learned` (3)
 #   WORKLOADS   gcc gdb python3 emacs pack
-#   CONDITIONS  nora off slurp early exec full learned user preload warm
-#               pressure-off pressure
+#   CONDITIONS  nora off slurp early exec full learned user audit preload
+#               warm pressure-off pressure
 #   DISK        iops150 latency none: QEMU throttling.iops-total=150; every
 #               read delayed DELAY_MS (4) by nbdkit's delay filter, requests
 #               overlapping; unthrottled.  Also (not by default) bytes150:
@@ -34,7 +34,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 OUTDIR=$1 SCHED_I=$2 PACK_DIR=$3 PACKLOOKUP=$4
 RUNS=${RUNS:-10} GCC_RUNS=${GCC_RUNS:-3} LEARN_RUNS=${LEARN_RUNS:-3}
 WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
-CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user preload warm pressure-off pressure}
+CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user audit preload warm pressure-off pressure}
 DISK=${DISK:-iops150 latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
@@ -77,7 +77,7 @@ for disk in $DISK; do
 	cp "$HERE/bench-job.sh" "$job/"
 	cp "$TOP/tests/lib/ground_truth.py" "$TOP/tests/lib/jaccard.py" \
 		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" \
-		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$job/"
+		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "$job/"
 	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
 	if [[ " $WORKLOADS " == *" pack "* ]]; then
 		cp "$PACK_DIR/linux.pack" "$PACK_DIR/linux.idx" "$PACKLOOKUP" "$job/"

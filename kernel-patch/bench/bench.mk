@@ -26,7 +26,7 @@ BENCH_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
 
 .PHONY: bench bench-report check-bench
 
-bench: kernel image $(BUILD)/pbitmap $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP)
+bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP)
 	$(BENCH_ENV) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
 		$(dir $(BENCH_PACK)) $(BENCH_PACKLOOKUP)
 
@@ -34,5 +34,5 @@ bench-report:
 	/usr/bin/python3 kernel-patch/bench/report.py $(BENCH_OUT)/results.csv \
 		-o $(BENCH_OUT)/BENCH-table.md --plots $(BENCH_OUT)/plots
 
-check-bench: kernel image $(BUILD)/pbitmap $(BENCH_PACKLOOKUP)
+check-bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
 	$(BENCH_ENV) tests/run-tests tests/bench

@@ -2,27 +2,28 @@
 # t-smoke: one short run of the benchmark harness, end to end: bench-run.sh
 # boots the test-bed kernel with the bench disk behind nbdkit's delay filter
 # (the `latency` model, so the NBD path is exercised too), measures
-# `python3 -c pass` under `off` and `full`, two cold runs each, and
-# report.py draws the table.  Asserts what the harness must deliver: one
-# CSV row per run with the workload's output checked, a request floor, the
-# prefetch visible under `full` only and fewer read requests than `off` in
-# every run (python3 and its five libraries are all stamped with the pages it
-# faults: 141 requests off, about 90 full when this test was written).
-# Needs the kernel, the guest image and build/pbitmap-run (make check-bench
-# builds them) and nbdkit (make deps).
+# `python3 -c pass` under `off`, `full` and `audit` (the LD_AUDIT module),
+# two cold runs each, and report.py draws the table.  Asserts what the
+# harness must deliver: one CSV row per run with the workload's output
+# checked, a request floor, the kernel's prefetch visible under `full` only
+# and fewer read requests than `off` in every run under `full` and `audit`
+# (python3 and its five libraries are all stamped with the pages it faults:
+# 141 requests off, about 90 full when this test was written).  Needs the
+# kernel, the guest image, build/pbitmap-run and build/pbitmap-audit.so
+# (make check-bench builds them) and nbdkit (make deps).
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
 command -v nbdkit >/dev/null || fail "nbdkit is not installed (make deps installs it)"
 for f in "${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage}" "${IMAGE:-$TOP/build/guest.img}" \
-	"$TOP/build/pbitmap-run"; do
+	"$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so"; do
 	[ -f "$f" ] || fail "$f missing (make check-bench builds it)"
 done
 # Kept after the test (build/ is git-ignored): the guest's output says what went wrong.
 out=$TOP/build/bench-smoke
 rm -rf "$out"
 rc=0
-RUNS=2 WORKLOADS=python3 CONDITIONS="off full" DISK=latency LEARN_RUNS=0 EXEC_BENCH=0 \
+RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit" DISK=latency LEARN_RUNS=0 EXEC_BENCH=0 \
 	"$BENCH_DIR/bench-run.sh" "$out" /nonexistent "$WORK" /nonexistent >"$WORK/log" 2>&1 || rc=$?
 cat "$WORK/log"
 ((rc == 0)) || fail "bench-run.sh exited $rc (log above; guest output in $out/latency/)"
@@ -34,7 +35,7 @@ errors = []
 def check(ok, what):
     if not ok:
         errors.append(what)
-check(len(rows) == 4, f"{len(rows)} rows, not 4 (2 runs x off, full)")
+check(len(rows) == 6, f"{len(rows)} rows, not 6 (2 runs x off, full, audit)")
 for r in rows:
     tag = f"{r['condition']} run {r['run']}"
     check(r["workload"] == "python3" and r["disk"] == "latency", f"{tag}: {r['workload']} on {r['disk']}")
@@ -44,8 +45,10 @@ for r in rows:
     check((int(r["prefetches"]) > 0) == want_prefetch, f"{tag}: {r['prefetches']} prefetches")
 off = [int(r["read_requests"]) for r in rows if r["condition"] == "off"]
 full = [int(r["read_requests"]) for r in rows if r["condition"] == "full"]
+audit = [int(r["read_requests"]) for r in rows if r["condition"] == "audit"]
 check(off and full and max(full) < min(off), f"read requests: full {full}, off {off}")
-print(f"off {off} full {full} requests; floor {rows[0]['floor_requests']}")
+check(off and audit and max(audit) < min(off), f"read requests: audit {audit}, off {off}")
+print(f"off {off} full {full} audit {audit} requests; floor {rows[0]['floor_requests']}")
 for e in errors:
     print("  " + e)
 sys.exit(1 if errors else 0)
