@@ -40,7 +40,10 @@ in the table; exit status 3 when it fails (everything is still written).
 
 --plots DIR writes DIR/WORKLOAD.png per workload: one box per condition
 (whiskers to the minimum and maximum, as seed 004's range=0, every run drawn
-as a dot), wall time and read requests, one row per disk model.
+as a dot), wall time and read requests, one row per disk model; and
+DIR/WORKLOAD-memory.png: wall time against page-cache growth, each
+condition a point at its medians with interquartile bars, one panel per
+disk model.
 
 A run whose output_ok is false means the workload's output differed from
 the reference: the report refuses such a CSV unless --drop-bad-output, which
@@ -516,6 +519,48 @@ class Report:
         plt.close(fig)
         return buf.getvalue()
 
+    def memory_points(self, disk, workload) -> list:
+        """(condition, page-cache growth in MiB, wall time in s) per
+        condition, each a stats.Summary (median and quartiles)."""
+        out = []
+        for cond in self.present(disk, workload):
+            c = self.summary(disk, workload, cond, "cache_growth_kb")
+            out.append((cond, stats.Summary(c.median / 1024, c.q1 / 1024, c.q3 / 1024),
+                        self.summary(disk, workload, cond, "wall_s")))
+        return out
+
+    def plot_memory(self, workload) -> bytes:
+        """Wall time against page-cache growth, one panel per disk model:
+        each condition a point at its medians, its interquartile ranges as
+        bars both ways.  The trade-off between reading more (slurp,
+        preload) and reading what is needed is seen at a glance."""
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        disks = [d for d in self.disks if self.present(d, workload)]
+        fig, axes = plt.subplots(1, len(disks), squeeze=False,
+                                 figsize=(6.4 * len(disks), 4.8))
+        for col, disk in enumerate(disks):
+            ax = axes[0][col]
+            for cond, cache, wall in self.memory_points(disk, workload):
+                ax.errorbar(cache.median, wall.median,
+                            xerr=[[cache.median - cache.q1], [cache.q3 - cache.median]],
+                            yerr=[[wall.median - wall.q1], [wall.q3 - wall.median]],
+                            fmt="o", capsize=3, markersize=4)
+                ax.annotate(cond, (cache.median, wall.median), textcoords="offset points",
+                            xytext=(4, 4), fontsize=8)
+            ax.set_xlabel("page-cache growth, MiB (median, IQR)")
+            ax.set_ylabel("wall time, s (median, IQR)")
+            # nora's tens of seconds beside warm's fraction of one.
+            ax.set_yscale("log")
+            ax.set_title(f"{workload}: time against memory ({disk})")
+            ax.grid(alpha=0.3)
+        fig.tight_layout()
+        buf = io.BytesIO()
+        fig.savefig(buf, format="png", dpi=100, metadata={"Software": None})
+        plt.close(fig)
+        return buf.getvalue()
+
 
 EXEC_COLUMNS = ("pbitmap", "program", "repeat", "execs", "us_per_exec")
 
@@ -615,8 +660,10 @@ def main(argv=None) -> int:
         if not os.path.isdir(args.plots):
             print(f"{PROG}: {args.plots}: not a directory", file=sys.stderr)
             return 1
-        pictures = {os.path.join(args.plots, safe_name(wl) + ".png"): report.plot(wl)
-                    for wl in report.workloads}
+        for wl in report.workloads:
+            base = os.path.join(args.plots, safe_name(wl))
+            pictures[base + ".png"] = report.plot(wl)
+            pictures[base + "-memory.png"] = report.plot_memory(wl)
     try:
         if args.output:
             write_atomic(args.output, text.encode())

@@ -2,10 +2,11 @@
 # t-report: kernel-patch/bench/report.py on a small SYNTHETIC CSV (made up
 # here, not measured): the tables carry the medians, quartiles, ratios,
 # requests/floor, cold/warm, exact p-values with Holm's adjustment, the
-# Hodges-Lehmann shift and the 2008 talk's figures; one non-empty PNG per
-# workload; the same CSV re-draws the same table and pictures; a CSV with a
-# missing column or a run whose output differed is refused with a clear
-# message and leaves the previous output untouched.
+# Hodges-Lehmann shift and the 2008 talk's figures; two non-empty PNGs per
+# workload (boxplots, and time against memory with its points checked);
+# the same CSV re-draws the same table and pictures; a CSV with a missing
+# column or a run whose output differed is refused with a clear message
+# and leaves the previous output untouched.
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
@@ -138,20 +139,35 @@ sys.exit(1 if errors else 0)
 EOF
 echo "ok: table figures"
 
-for wl in gcc python3; do
-	[[ -s plots/$wl.png ]] || fail "plots/$wl.png missing or empty"
-	[[ $(head -c 8 "plots/$wl.png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
-		fail "plots/$wl.png is not a PNG"
+for png in gcc.png python3.png gcc-memory.png python3-memory.png; do
+	[[ -s plots/$png ]] || fail "plots/$png missing or empty"
+	[[ $(head -c 8 "plots/$png" | od -An -tx1 | tr -d ' \n') == 89504e470d0a1a0a ]] ||
+		fail "plots/$png is not a PNG"
 done
-[[ $(find plots -type f | wc -l) == 2 ]] || fail "expected 2 files in plots/: $(ls -a plots)"
-echo "ok: one PNG per workload"
+[[ $(find plots -type f | wc -l) == 4 ]] || fail "expected 4 files in plots/: $(ls -a plots)"
+# The time-against-memory picture's points: gcc off's page cache 40 MiB in
+# every run, its wall times 2.0..2.5 s (median 2.25, quartiles 2.125, 2.375).
+"$PYTHON" - "$REPORT" <<'EOF' || fail "memory_points"
+import importlib.util, sys
+spec = importlib.util.spec_from_file_location("report", sys.argv[1])
+report = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(report)
+r = report.Report(report.read_runs("synthetic.csv"), "synthetic.csv", False)
+pts = {c: (m, w) for c, m, w in r.memory_points("iops150", "gcc")}
+assert list(pts) == ["off", "slurp", "full", "warm"], list(pts)
+m, w = pts["off"]
+assert (m.median, m.q1, m.q3) == (40.0, 40.0, 40.0), m
+assert abs(w.median - 2.25) < 1e-9 and abs(w.q1 - 2.125) < 1e-9 and abs(w.q3 - 2.375) < 1e-9, w
+assert pts["slurp"][0].median == 50.0 and pts["warm"][0].median == 0.0
+EOF
+echo "ok: two PNGs per workload (boxplots; time against memory, its points checked)"
 
 # Re-drawn from the same CSV: byte for byte the same table and pictures.
 mkdir plots2
 "$PYTHON" "$REPORT" synthetic.csv --plots plots2 >table2.md || fail "second run failed"
 cmp table.md table2.md || fail "the table differs between two runs on the same CSV"
-for wl in gcc python3; do
-	cmp "plots/$wl.png" "plots2/$wl.png" || fail "$wl.png differs between two runs"
+for png in gcc.png python3.png gcc-memory.png python3-memory.png; do
+	cmp "plots/$png" "plots2/$png" || fail "$png differs between two runs"
 done
 echo "ok: re-drawn identically"
 
