@@ -336,7 +336,7 @@ PY
 fi
 
 # --- The request floor of every workload, in each tree.
-floor_of() {	# W ROOT: sets FLOOR
+floor_of() {	# W ROOT: sets FLOOR and PFLOOR (the physical floor, 256 KiB a request)
 	python3 - "$1" $A <<'PY' >"$1.floor-truth.json"
 import json, sys
 w, root = sys.argv[1], sys.argv[2]
@@ -346,18 +346,20 @@ json.dump(t, sys.stdout)
 PY
 	FLOOR=$(python3 "$JOB/floor.py" --prefix "$2" --device $DEV "$1.floor-truth.json") ||
 		die "floor.py failed for $1"
+	PFLOOR=$(python3 "$JOB/floor.py" --prefix "$2" --physical-kb 256 "$1.floor-truth.json") ||
+		die "floor.py --physical-kb failed for $1"
 }
-declare -A floor=()
+declare -A floor=() pfloor=()
 for w in "${workloads[@]}"; do
-	floor_of "$w" $A; floor[$w,A]=$FLOOR
-	if has_condition learned; then floor_of "$w" $B; floor[$w,B]=$FLOOR; fi
+	floor_of "$w" $A; floor[$w,A]=$FLOOR pfloor[$w,A]=$PFLOOR
+	if has_condition learned; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
 done
 
 {
 	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0"
 	echo "kernel: $(uname -r); harness pinned: $pinned"
 	for w in "${workloads[@]}"; do
-		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests"
+		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests (physical ${pfloor[$w,A]})"
 	done
 	echo "ground truth, stamped (path, pages faulted, granules marked):"
 	sed 's/^/  /' stamped.txt
@@ -441,9 +443,9 @@ one_run() {	# W C K
 	ok=false
 	[ "$status" = 0 ] && [ "$(sha256sum <"$w.out")" = "${ref[$w]}" ] && ok=true
 	[ $ok = true ] || cp "$w.out" "$OUT/bad-output.$w.$c.$3"
-	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0))" >>"$OUT/bench.csv"
+	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0)),${pfloor[$w,$tree]}" >>"$OUT/bench.csv"
 }
-echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches,pages_submitted" >"$OUT/bench.csv"
+echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches,pages_submitted,physical_floor_requests" >"$OUT/bench.csv"
 for w in "${workloads[@]}"; do
 	n=$RUNS
 	[ "$w" = gcc ] && n=$GCC_RUNS

@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """floor.py: the request floor of a run, from its ground truth and FIEMAP.
 
-  floor.py [--prefix DIR] (--device DEV | --max-request-kb K) [--per-file]
-           TRUTH.json
+  floor.py [--prefix DIR] (--device DEV | --max-request-kb K | --physical-kb K)
+           [--per-file] TRUTH.json
 
 The request floor is the fewest read requests that could bring in the pages
 a run actually used: the disk blocks under those pages (FIEMAP), merged
@@ -24,6 +24,13 @@ flagged DATA_INLINE (the data lives in the inode or its metadata block)
 counts as a read of its reported physical range; ENCODED or UNKNOWN extents
 (compressed, or not yet allocated: delayed allocation) have no meaningful
 physical address and make floor.py fail, rather than guess.
+
+With --physical-kb K, the physical floor instead: ceil(S / K KiB), S the
+bytes of the pages the run used (the last page of a file counted up to its
+end), wherever they lie on disk: the fewest requests of K KiB that could
+carry them if they were contiguous (issue 25: K = 256, an EBS operation).
+The FIEMAP floor says what the files' layout allows; the physical floor
+what a layout made for the start-up would.
 
 Prints the floor as one integer; --per-file first prints one line per file
 ("PATH: N pages, M disk ranges").  Exit status 0; 1 on error (messages as
@@ -131,6 +138,24 @@ def physical_ranges(path, pages, page_size):
     return out
 
 
+def used_bytes(path, pages, page_size):
+    """The bytes of `pages` (inclusive index ranges) in the file at `path`,
+    none past its end."""
+    try:
+        size = os.stat(path).st_size
+    except OSError as e:
+        raise FloorError(f"{path}: {e.strerror}") from e
+    return sum(max(0, min(end, size) - start) for start, end in
+               merge((first * page_size, (last + 1) * page_size) for first, last in pages))
+
+
+def physical_floor(nbytes, request):
+    """ceil(nbytes / request): requests of `request` bytes carrying nbytes."""
+    if request <= 0:
+        raise ValueError("request must be positive")
+    return -(-nbytes // request)
+
+
 def max_request_of(device):
     path = f"/sys/block/{device}/queue/max_sectors_kb"
     try:
@@ -147,10 +172,14 @@ def main(argv=None):
     how = ap.add_mutually_exclusive_group(required=True)
     how.add_argument("--device", help="block device whose max_sectors_kb bounds a request")
     how.add_argument("--max-request-kb", type=int, help="largest request, KiB")
+    how.add_argument("--physical-kb", type=int,
+                     help="the physical floor: ceil(used bytes / this many KiB)")
     ap.add_argument("--per-file", action="store_true", help="one line per file first")
     args = ap.parse_args(argv)
     if args.max_request_kb is not None and args.max_request_kb <= 0:
         ap.error("--max-request-kb must be positive")
+    if args.physical_kb is not None and args.physical_kb <= 0:
+        ap.error("--physical-kb must be positive")
     try:
         try:
             with open(args.truth) as f:
@@ -161,6 +190,15 @@ def main(argv=None):
             raise FloorError(f"{args.truth}: {e.strerror}") from e
         except (ValueError, KeyError, TypeError) as e:
             raise FloorError(f"{args.truth}: not a ground-truth file ({e})") from e
+        if args.physical_kb is not None:
+            total = 0
+            for path, pages in files:
+                n = used_bytes(args.prefix + path, pages, page_size)
+                total += n
+                if args.per_file:
+                    print(f"{path}: {n} bytes used")
+            print(physical_floor(total, args.physical_kb * 1024))
+            return 0
         max_request = (args.max_request_kb * 1024 if args.max_request_kb is not None
                        else max_request_of(args.device))
         everything = []

@@ -10,14 +10,17 @@ RESULTS.csv has one row per cold start, with the columns
   workload, condition, run, disk, read_requests, read_bytes, major_faults,
   cache_growth_kb, wall_s, output_ok
 and optionally floor_requests (the fewest read requests that could bring in
-the pages the run used); other columns are ignored.  Nothing is re-run: a
+the pages the run used, as the files lie on disk) and
+physical_floor_requests (ceil of the bytes it used / 256 KiB); other
+columns are ignored.  Nothing is re-run: a
 figure can be re-drawn from the same CSV at any time, and the same CSV gives
 the same table byte for byte.
 
 TABLE.md (standard output without -o) holds, per disk model:
   - medians and inter-quartile ranges of every figure per (workload,
-    condition), requests / floor when the CSV has the floor, and the cold /
-    warm wall-time ratio when a `warm` condition exists;
+    condition), requests / floor and the physical floor when the CSV has
+    them, and the cold / warm wall-time ratio when a `warm` condition
+    exists;
   - every condition against `off`: ratio of medians, exact two-sided
     Wilcoxon rank-sum p-value (stats.py), its Holm-adjusted value and
     significance at stats.ALPHA, and the Hodges-Lehmann shift with its exact
@@ -76,6 +79,7 @@ PRESSURE = ("pressure", "pressure-off", "full")
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")
 FLOOR = "floor_requests"
+PHYS_FLOOR = "physical_floor_requests"
 
 
 class Figure(NamedTuple):
@@ -168,8 +172,9 @@ def read_runs(path: str) -> list:
                     raise CsvError(f"{where}: empty workload, condition, run or disk")
                 for fig in FIGURES:
                     run[fig.column] = parse_number(row[fig.column], fig.column, where)
-                floor = (row.get(FLOOR) or "").strip()
-                run[FLOOR] = parse_number(floor, FLOOR, where) if floor else None
+                for col in (FLOOR, PHYS_FLOOR):
+                    value = (row.get(col) or "").strip()
+                    run[col] = parse_number(value, col, where) if value else None
                 run["output_ok"] = parse_bool(row["output_ok"], where)
                 run["line"] = reader.line_num
                 key = (run["disk"], run["workload"], run["condition"], run["run"])
@@ -298,8 +303,11 @@ class Report:
     def figures_table(self, disk) -> str:
         has_floor = any(r[FLOOR] is not None for r in self.runs if r["disk"] == disk)
         headers = ["workload", "condition", "runs"] + [f.label for f in FIGURES]
+        has_phys = any(r[PHYS_FLOOR] is not None for r in self.runs if r["disk"] == disk)
         if has_floor:
             headers.append("req / floor")
+        if has_phys:
+            headers.append("physical floor")
         if WARM in self.conditions:
             headers.append("cold / warm")
         rows = []
@@ -316,6 +324,9 @@ class Report:
                 if has_floor:
                     ratios = [r["read_requests"] / r[FLOOR] for r in cell if r[FLOOR]]
                     row.append(f"{stats.median_iqr(ratios).median:.2f}" if ratios else "-")
+                if has_phys:
+                    pf = sorted({r[PHYS_FLOOR] for r in cell if r[PHYS_FLOOR] is not None})
+                    row.append("/".join(fmt(v, 0) for v in pf) if pf else "-")
                 if WARM in self.conditions:
                     wall = self.summary(disk, workload, cond, "wall_s")
                     row.append(fmt_ratio(wall.median, warm.median) if warm else "-")

@@ -8,7 +8,10 @@
 #     = one range per page; a page past EOF and the pages of a hole (a
 #     sparse file) cost nothing; two files' ranges are never merged unless
 #     they touch on disk;
-#   - bad input: a missing file, a non-JSON truth, a bad --max-request-kb.
+#   - the physical floor (--physical-kb 256): ceil of the used bytes, past
+#     EOF nothing, wherever the pages lie;
+#   - bad input: a missing file, a non-JSON truth, a bad --max-request-kb
+#     or --physical-kb.
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
@@ -106,6 +109,25 @@ got=$("$PYTHON" "$FLOOR" --prefix "$WORK/" --max-request-kb 128 --per-file t.jso
 [ "$(tail -n 1 <<<"$got")" -ge 1 ] && [ "$(tail -n 1 <<<"$got")" -le 2 ] ||
 	fail "two files, one page each: $got"
 grep -q '^a: 1 pages, 1 disk ranges$' <<<"$got" || fail "--per-file line for a: $got"
+
+# The physical floor: ceil(used bytes / 256 KiB), wherever the pages lie;
+# nothing past the end of a file.
+pexpect() {	# WANT TRUTH-ARGS...: --physical-kb 256
+	local want=$1 got
+	shift
+	truth t.json "$@" || fail "cannot write t.json"
+	got=$("$PYTHON" "$FLOOR" --prefix "$WORK/" --physical-kb 256 t.json 2>err) ||
+		fail "floor.py --physical-kb $*: $(cat err)"
+	[ "$got" = "$want" ] || fail "physical floor of $*: $got, want $want"
+}
+pexpect 16 a:0-1023				# 4 MiB
+pexpect 5 "a:$odd" b:0-255 sparse:0-0		# 128 + 1024 + 4 KiB = 4.5 x 256 KiB
+pexpect 1 a:1020-1100				# 16 KiB inside, the rest past EOF
+pexpect 0 a:1024-1100
+rc=0; "$PYTHON" "$FLOOR" --physical-kb 0 t.json 2>err >/dev/null || rc=$?
+((rc == 2)) || fail "--physical-kb 0: exit $rc, $(cat err)"
+rc=0; "$PYTHON" "$FLOOR" --physical-kb 256 --max-request-kb 128 t.json 2>err >/dev/null || rc=$?
+((rc == 2)) || fail "--physical-kb with --max-request-kb: exit $rc, $(cat err)"
 
 # Bad input.
 truth t.json missing:0-0

@@ -5,7 +5,8 @@
 # `python3 -c pass` under `off`, `full` and `audit` (the LD_AUDIT module),
 # two cold runs each, and report.py draws the table.  Asserts what the
 # harness must deliver: one CSV row per run with the workload's output
-# checked, a request floor, the kernel's prefetch visible under `full` only
+# checked, a request floor and a physical floor (floor.py --physical-kb),
+# the kernel's prefetch visible under `full` only
 # and fewer read requests than `off` in every run under `full` and `audit`
 # (python3 and its five libraries are all stamped with the pages it faults:
 # 141 requests off, about 90 full when this test was written).  Needs the
@@ -41,6 +42,8 @@ for r in rows:
     check(r["workload"] == "python3" and r["disk"] == "latency", f"{tag}: {r['workload']} on {r['disk']}")
     check(r["output_ok"] == "true" and r["exit_status"] == "0", f"{tag}: output {r['output_ok']}, exit {r['exit_status']}")
     check(int(r["floor_requests"]) > 0, f"{tag}: request floor {r['floor_requests']}")
+    check(int(r["physical_floor_requests"]) > 0,
+          f"{tag}: physical floor {r['physical_floor_requests']}")
     want_prefetch = r["condition"] == "full"
     check((int(r["prefetches"]) > 0) == want_prefetch, f"{tag}: {r['prefetches']} prefetches")
 off = [int(r["read_requests"]) for r in rows if r["condition"] == "off"]
