@@ -495,4 +495,12 @@ if [ "$EXEC_BENCH" = 1 ]; then
 	done
 	vm pbitmap_enabled 0
 fi
+# --- What the guest counted on the bench disk over the whole boot, set-up
+# included, for bench-run.sh to set beside what QEMU counted: the host reads
+# its counters once host-sync appears and answers with host-synced (at most
+# 30 s; without an answer the host's side is missing, nothing fails).
+read -r ios merges sectors _ </sys/block/$DEV/stat
+echo "$ios $merges $((sectors * 512))" >"$OUT/guest-blockstats"
+: >"$OUT/host-sync"
+for ((i = 0; i < 300; i++)); do [ -e "$OUT/host-synced" ] && break; sleep 0.1; done
 log "done in $((EPOCHSECONDS - t_start)) s"

@@ -13,7 +13,11 @@
 #   WORKLOADS   gcc gdb python3 emacs pack
 #   CONDITIONS  nora off slurp early exec full learned user audit preload
 #               warm pressure-off pressure
-#   DISK        iops150 latency none: QEMU throttling.iops-total=150; every
+#   DISK        iops150 ebs latency none: QEMU throttling.iops-total=150;
+#               ebs, an AWS gp3 volume slowed down as TCG slows the CPU
+#               (3000 operations and 125 MiB/s, both divided by 20: 150
+#               operations a second, one per started 256 KiB as EBS counts
+#               them, throttling.iops-size, and 6.25 MiB/s); every
 #               read delayed DELAY_MS (4) by nbdkit's delay filter, requests
 #               overlapping; unthrottled.  Also (not by default) bytes150:
 #               150 operations a second where a request counts one per
@@ -24,8 +28,10 @@
 #               EXEC_REPEATS loops of 1000 execs per case (3)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
-# OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/BENCH-table.md
-# and OUTDIR/plots/*.png (report.py, from the CSV alone).
+# OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/blockstats.txt
+# (the bench disk's reads over each boot, as the guest and as QEMU counted
+# them), OUTDIR/BENCH-table.md and OUTDIR/plots/*.png (report.py, from the
+# CSV alone).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 TOP=$(cd "$HERE/../.." && pwd)
@@ -35,15 +41,15 @@ OUTDIR=$1 SCHED_I=$2 PACK_DIR=$3 PACKLOOKUP=$4
 RUNS=${RUNS:-10} GCC_RUNS=${GCC_RUNS:-3} LEARN_RUNS=${LEARN_RUNS:-3}
 WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
 CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user audit preload warm pressure-off pressure}
-DISK=${DISK:-iops150 latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
+DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: not a number"
 done
 ((RUNS >= 2)) || die "RUNS=$RUNS: the statistics need at least 2 runs"
 for d in $DISK; do
-	case $d in iops150 | bytes150 | latency | none) ;;
-	*) die "DISK: unknown disk model $d (iops150 bytes150 latency none)" ;;
+	case $d in iops150 | ebs | bytes150 | latency | none) ;;
+	*) die "DISK: unknown disk model $d (iops150 ebs bytes150 latency none)" ;;
 	esac
 done
 [[ " $WORKLOADS " != *" pack "* ]] || [ -f "$PACK_DIR/linux.pack" ] || die "no $PACK_DIR/linux.pack"
@@ -68,8 +74,24 @@ ndisk=$(wc -w <<<"$DISK")
 est_total=$((est_s * ndisk + (EXEC_BENCH ? 270 : 0)))
 echo "bench: $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_total / 60)) min estimated"
 
+# blockstats DISK: the guest's and the host's read counts of the bench disk
+# over the boot, on one line.  They differ where QEMU merges adjacent
+# virtio requests (rd_merged) and where the guest's block layer merged
+# before issuing (its "merges"); the throttle charges the host's.
+blockstats() {
+	local g= h= g_ios g_merges g_bytes h_ops h_merged h_bytes
+	read -r g_ios g_merges g_bytes <"$OUTDIR/$1/results/guest-blockstats" 2>/dev/null ||
+		g="no guest count"
+	read -r h_ops h_merged h_bytes <"$OUTDIR/$1/host-blockstats" 2>/dev/null &&
+		[[ $h_ops =~ ^[0-9]+$ ]] || h="no host count ($(head -c 200 "$OUTDIR/$1/host-blockstats" 2>/dev/null))"
+	echo "bench: disk $1, reads over the boot:" \
+		"guest ${g:-$g_ios requests ($g_merges merged before issue), $g_bytes bytes};" \
+		"host (QMP) ${h:-$h_ops operations ($h_merged merged by QEMU), $h_bytes bytes}"
+}
+
 t0=$EPOCHSECONDS
 first=1
+: >"$OUTDIR/blockstats.txt"
 : >"$OUTDIR/results.csv.new"
 for disk in $DISK; do
 	job=$OUTDIR/job-$disk
@@ -97,6 +119,8 @@ for disk in $DISK; do
 	nbd_pid=
 	case $disk in
 	iops150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150" ;;
+	ebs) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
+		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=6553600" ;;
 	bytes150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
 		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=33554432" ;;
 	none) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off" ;;
@@ -123,18 +147,32 @@ for disk in $DISK; do
 		done
 	) &
 	progress_pid=$!
+	# The host's count of the same disk: QEMU's blockstats, read when the
+	# guest's job says it is done (bench-job.sh, host-sync).
+	qmp=$OUTDIR/$disk/qmp.sock
+	rm -f "$OUTDIR/vm-job/results/host-sync" "$OUTDIR/vm-job/results/host-synced"
+	(
+		while sleep 0.2; do
+			[ -e "$OUTDIR/vm-job/results/host-sync" ] || continue
+			"$HERE/qmp-blockstats.py" "$qmp" drive2 >"$OUTDIR/$disk/host-blockstats" 2>&1
+			: >"$OUTDIR/vm-job/results/host-synced"
+			break
+		done
+	) &
+	qmp_pid=$!
 	rc=0
 	KERNEL=${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage} KBUILD=${KBUILD:-$TOP/build/kbuild} \
-	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
+	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
 	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
 		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
-	kill "$progress_pid" 2>/dev/null || true
+	kill "$progress_pid" "$qmp_pid" 2>/dev/null || true
 	[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
 	rm -f "$disk_img"
 	tail -n 3 "$OUTDIR/$disk/vm.out"
 	((rc == 0)) || die "disk $disk: the guest job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/results/output" 2>/dev/null)"
 	csv=$OUTDIR/$disk/results/bench.csv
 	[ -f "$csv" ] || die "disk $disk: no bench.csv"
+	blockstats "$disk" | tee -a "$OUTDIR/blockstats.txt"
 	if [ "$first" = 1 ]; then cat "$csv"; else tail -n +2 "$csv"; fi >>"$OUTDIR/results.csv.new"
 	[ ! -f "$OUTDIR/$disk/results/exec.csv" ] || cp "$OUTDIR/$disk/results/exec.csv" "$OUTDIR/exec.csv"
 	first=0

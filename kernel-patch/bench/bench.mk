@@ -6,7 +6,8 @@
 #                      build/bench/results.csv, exec.csv, BENCH-table.md and
 #                      plots/.  Overrides: RUNS= (10) GCC_RUNS= (3)
 #                      LEARN_RUNS= (3) WORKLOADS= CONDITIONS= DISK= (iops150
-#                      latency none; also bytes150) DELAY_MS= (4) EXEC_BENCH= (1)
+#                      ebs latency none; also bytes150) DELAY_MS= (4)
+#                      EXEC_BENCH= (1)
 #   make bench-report  the tables and plots again, from the CSV alone
 #   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py
 #                      and a smoke run of the harness in the guest (one

@@ -6,7 +6,8 @@
 # two cold runs each, and report.py draws the table.  Asserts what the
 # harness must deliver: one CSV row per run with the workload's output
 # checked, a request floor and a physical floor (floor.py --physical-kb),
-# the kernel's prefetch visible under `full` only
+# the disk's requests over the boot as many on the host (QMP) as in the
+# guest, the kernel's prefetch visible under `full` only
 # and fewer read requests than `off` in every run under `full` and `audit`
 # (python3 and its five libraries are all stamped with the pages it faults:
 # 141 requests off, about 90 full when this test was written).  Needs the
@@ -56,6 +57,15 @@ for e in errors:
     print("  " + e)
 sys.exit(1 if errors else 0)
 EOF
+# The bench disk's reads over the boot, counted by the guest and by QEMU
+# (QMP query-blockstats): every request the guest issued is one QEMU saw.
+line=$(grep '^bench: disk latency, reads over the boot: ' "$out/blockstats.txt") ||
+	fail "no blockstats line: $(cat "$out/blockstats.txt")"
+[[ $line =~ guest\ ([0-9]+)\ requests.*host\ \(QMP\)\ ([0-9]+)\ operations ]] ||
+	fail "blockstats without both counts: $line"
+((BASH_REMATCH[1] > 0 && BASH_REMATCH[1] == BASH_REMATCH[2])) ||
+	fail "guest and host count different requests: $line"
+echo "$line"
 grep -q '^### Disk: latency' "$out/BENCH-table.md" || fail "no latency table in BENCH-table.md"
 [ -s "$out/plots/python3.png" ] || fail "no boxplot python3.png"
 grep -q '^python3: .*files stamped; floor [0-9]* requests' "$out/latency/results/setup.txt" ||
