@@ -25,16 +25,12 @@ WARN     := -Wall -Wextra $(if $(filter 1,$(PBITMAP_WERROR)),-Werror) -Wshadow \
 	    -Wstrict-prototypes -Wformat=2
 CPPFLAGS := -D_GNU_SOURCE -I$(TOOL_DIR)/uapi -I$(TOOL_DIR)/src
 CFLAGS   := -std=c11 -O2 -g $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2
-LIBS     := -lelf -lzstd -lz -lcrypto
-# The tool itself: libelf, libzstd and libz linked in, libcrypto loaded with
-# dlopen() by the verbs that compute digests (digest.c).  Its start-up then
-# maps libc alone, which the program `pbitmap run` starts needs anyway: a
-# cold `pbitmap run` costs what the static pbitmap-run does (t-prefetch).
-LIBCRYPTO_SONAME := $(shell objdump -p $$($(CC) -print-file-name=libcrypto.so) 2>/dev/null | \
-		      sed -n 's/^ *SONAME *//p')
-TOOL_LIBS := -Wl,-Bstatic -lelf -lzstd -lz -Wl,-Bdynamic
-ASAN_LIBS := -lelf -lzstd -lz
-CPPFLAGS += $(if $(LIBCRYPTO_SONAME),-DPB_LIBCRYPTO_SONAME='"$(LIBCRYPTO_SONAME)"')
+LIBS     := -lelf -lzstd -lz -lmd
+# The tool itself: libelf, libzstd, libz and libmd (digests: digest.c)
+# linked in.  Its start-up then maps libc alone, which the program `pbitmap
+# run` starts needs anyway.
+TOOL_LIBS := -Wl,-Bstatic -lelf -lzstd -lz -lmd -Wl,-Bdynamic
+ASAN_LIBS := $(LIBS)
 VERSION  := $(shell cat $(TOOL_DIR)/VERSION)
 CPPFLAGS += -DPBITMAP_VERSION_STRING='"$(VERSION)"'
 
@@ -43,10 +39,12 @@ SAN_CFLAGS := -std=c11 -O1 -g $(WARN) -fsanitize=address,undefined \
 	      -fno-sanitize-recover=all -fno-omit-frame-pointer \
 	      -DPBITMAP_FAULT_INJECTION
 
-# Debian packages, grouped by what needs them.
-DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libssl-dev
+# Debian packages, grouped by what needs them (libssl-dev: the reference
+# SHA-256 of fuzz_stamp, below).
+DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libmd-dev
 DEPS_TEST  := elfutils binutils gcc-multilib clang llvm libclang-rt-14-dev attr \
-	      libcap2-bin acl openssl e2fsprogs util-linux procps time file coreutils python3 strace
+	      libcap2-bin acl openssl e2fsprogs util-linux procps time file coreutils python3 strace \
+	      libssl-dev
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 
 .PHONY: all deps check check-tool demo fuzz install clean man FORCE
@@ -73,8 +71,8 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(SRCS) $(ASAN_LIBS)
 
-# The launcher (pbitmap-tool/run/pbitmap-run.c): `run` alone, static, no
-# libcrypto, so its own start-up costs a cold start as little as possible.
+# The launcher (pbitmap-tool/run/pbitmap-run.c): `run` alone, static, with
+# no digests, so its own start-up costs a cold start as little as possible.
 RUN_SRCS := $(addprefix $(TOOL_DIR)/src/,prefetch.c willneed.c record.c elfstore.c xattrstore.c marker.c \
 	      pbfile.c replace.c confine.c messages.c args.c filelist.c) $(TOOL_DIR)/run/pbitmap-run.c
 RUN_LIBS := -lelf -lzstd -lz
@@ -102,6 +100,8 @@ $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 # messages.c itself, silently); fuzz_stamp runs the verbs that write on a
 # file, so it links everything but main.c and the modules of record, run,
 # prefetch and stamp --rpm; fuzz_import (profiles, `import`) links what fuzz_stamp does.
+# fuzz_stamp checks `digest` against OpenSSL's SHA-256, an implementation
+# independent of the tool's (libmd), so it alone links libcrypto.
 FUZZ_CMDS := main.c messages.c args.c filelist.c rpm.c observe.c prefetch.c \
 	     $(notdir $(wildcard $(TOOL_DIR)/src/cmd-*.c))
 FUZZ_SRCS := $(filter-out $(addprefix $(TOOL_DIR)/src/,$(FUZZ_CMDS)),$(SRCS)) \
@@ -116,7 +116,7 @@ $(BUILD)/fuzz/fuzz_parse: $(FUZZ_SRCS) $(HDRS) | $(BUILD)
 	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_SRCS) $(LIBS)
 $(BUILD)/fuzz/fuzz_stamp: $(FUZZ_STAMP_SRCS) $(HDRS) $(FUZZ_HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz
-	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_STAMP_SRCS) $(LIBS)
+	clang $(FUZZ_CFLAGS) -o $@ $(FUZZ_STAMP_SRCS) $(LIBS) -lcrypto
 
 $(BUILD)/fuzz/fuzz_import: $(FUZZ_IMPORT_SRCS) $(HDRS) $(FUZZ_HDRS) | $(BUILD)
 	@mkdir -p $(BUILD)/fuzz
