@@ -25,11 +25,15 @@ WARN     := -Wall -Wextra $(if $(filter 1,$(PBITMAP_WERROR)),-Werror) -Wshadow \
 	    -Wstrict-prototypes -Wformat=2
 CPPFLAGS := -D_GNU_SOURCE -I$(TOOL_DIR)/uapi -I$(TOOL_DIR)/src
 CFLAGS   := -std=c11 -O2 -g $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2
+# The tool and its launcher are static executables (-static below): their
+# start-up maps no ld.so and no shared library, which a cold `pbitmap run`
+# would read ahead of the program it starts.  Digests come from libmd
+# (digest.c).  So the tool must not call dlopen() or glibc's NSS functions
+# (getpwnam(), getaddrinfo() ...): they need the shared libc at run time,
+# and the static link warns of them.  The sanitizer build and the fuzzers
+# cannot be static: they link the same libraries dynamically.
 LIBS     := -lelf -lzstd -lz -lmd
-# The tool itself: libelf, libzstd, libz and libmd (digests: digest.c)
-# linked in.  Its start-up then maps libc alone, which the program `pbitmap
-# run` starts needs anyway.
-TOOL_LIBS := -Wl,-Bstatic -lelf -lzstd -lz -lmd -Wl,-Bdynamic
+TOOL_LIBS := $(LIBS)
 ASAN_LIBS := $(LIBS)
 VERSION  := $(shell cat $(TOOL_DIR)/VERSION)
 CPPFLAGS += -DPBITMAP_VERSION_STRING='"$(VERSION)"'
@@ -65,7 +69,7 @@ all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so
 # Building the tool builds its launcher too (pbitmap-run, below): the tests
 # of `run` need both, and `make build/pbitmap` is what everyone runs.
 $(BUILD)/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD) $(BUILD)/pbitmap-run
-	$(CC) $(CPPFLAGS) $(CFLAGS) -o $@ $(SRCS) $(TOOL_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) -static -o $@ $(SRCS) $(TOOL_LIBS)
 
 $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
