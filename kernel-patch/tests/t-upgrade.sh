@@ -6,7 +6,7 @@
 # The packages (made on the host by tests/lib/make-toolbuilds, in
 # toolbuilds/pkgs): pbitmap's own .rpm and .deb, and this project's tool
 # built from two commits and linked statically into one stripped program
-# (libelf, libzstd, libz, libc; and libcrypto in version 1): its start-up
+# (libelf, libzstd, libz, libc; libcrypto in version 1, libmd in 2): its start-up
 # touches pages all over a file of megabytes, and the code changes between
 # the two commits move every function after them.  rpm packages pbt (1.0,
 # 2.0: /usr/bin/pbt) and pbtship (2.0, /usr/bin/pbt-ship, stamped at

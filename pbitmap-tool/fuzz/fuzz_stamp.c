@@ -84,7 +84,10 @@ static bool same(const char *path, const void *data, size_t size)
 	return eq;
 }
 
-/* Lowercase hex sha256 of @data, as `pbitmap digest` prints it. */
+/*
+ * Lowercase hex sha256 of @data, as `pbitmap digest` prints it, by OpenSSL:
+ * not by libmd, which computes the digest under test (digest.c).
+ */
 static void sha256_hex(const void *data, size_t size, char *hex)
 {
 	unsigned char sum[EVP_MAX_MD_SIZE];

@@ -4,12 +4,12 @@
  *
  * A launcher's start-up is on the critical path of the program it starts:
  * every page of its own code and libraries it faults in from a cold disk
- * is a read request the program itself would not have made.  `pbitmap`
- * links libelf, libzstd, libz and libcrypto (for digests) and its dynamic
- * loading alone costs more requests than prefetching saves on a small
- * program.  This binary is linked statically, from the same run code
- * (prefetch.c) and only the modules that reading a bitmap needs, so that
- * starting it reads one file, and few pages of it.
+ * is a read request the program itself would not have made.  This binary
+ * is linked statically, from the same run code (prefetch.c) and only the
+ * modules that reading a bitmap needs, so that starting it reads one file,
+ * and few pages of it.  `pbitmap` is static too (no ld.so, no shared
+ * library; t-prefetch measures `pbitmap run` against this launcher), and
+ * holds every verb.
  */
 #include <stdio.h>
 #include <string.h>

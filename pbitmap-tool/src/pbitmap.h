@@ -9,8 +9,7 @@
  *   pbfile.c   opening files safely, policy checks, the operations on a file
  *   replace.c  the writers' lock; changing a file by renaming a copy over it
  *   confine.c  --root: every file opened by name is resolved inside the root
- *   digest.c   digests of the original bytes (OpenSSL's libcrypto, loaded
- *              with dlopen() only by the verbs that need it)
+ *   digest.c   digests of the original bytes (libmd; SHA-224 on its SHA-256)
  *   observe.c  `pbitmap record`'s learning: ptrace and /proc/PID/pagemap
  *              (observe.h; cmd-record.c writes what it observed)
  *   pageset.c  sparse sets of page indices (what `record` observed)
@@ -365,8 +364,8 @@ int pb_read_original(struct pb_file *f,
 		     void *ctx);
 /*
  * Lowercase hex digest of the original bytes (as pb_read_original() gives
- * them), with @algo an OpenSSL digest name (md5, sha1, sha224, sha256,
- * sha384, sha512).  @hex holds PB_DIGEST_HEX_MAX bytes.  0 or PB_FAIL.
+ * them), with @algo one of md5, sha1, sha224, sha256, sha384, sha512
+ * (another is an error).  @hex holds PB_DIGEST_HEX_MAX bytes.  0 or PB_FAIL.
  */
 #define PB_DIGEST_HEX_MAX	(2 * 64 + 1)
 int pb_digest_original(struct pb_file *f, const char *algo, char *hex);

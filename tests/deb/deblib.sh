@@ -5,9 +5,8 @@
 # `dpkg --root=R` runs the maintainer scripts chrooted into R, so R holds
 # busybox for /bin/sh and the small commands, GNU find (the trigger uses
 # -cnewer), dpkg-deb (with GNU tar) and dpkg-query (the apt hook uses
-# them), and the
-# libraries pbitmap needs (libc, ld.so, and libcrypto, which it loads with
-# dlopen).  The pbitmap .deb comes from `make deb`.
+# them) and their libraries; pbitmap, statically linked, needs none.  The
+# pbitmap .deb comes from `make deb`.
 #
 #   make_deb_root DIR   an empty root with those and a dpkg database; sets R
 #   dpkgr ARGS...       dpkg --root=$R --force-depends ARGS
@@ -43,19 +42,6 @@ make_deb_root() {
 	copy_binary /usr/bin/dpkg-deb
 	copy_binary /usr/bin/dpkg-query
 	copy_binary /usr/bin/tar	# dpkg-deb runs GNU tar
-	copy_binary "$TOP/build/pbitmap" && rm -f "$R$TOP/build/pbitmap"
-	local crypto
-	crypto=$(ldconfig -p | awk '$1 == "libcrypto.so.3" && /x86-64/ { print $NF; exit }')
-	[[ -n $crypto ]] || fail "no libcrypto.so.3 on the host (Debian package libssl3)"
-	copy_binary "$crypto"
-	# What pbitmap depends on, present in name (the files were copied above):
-	# dpkg defers a triggered package whose dependencies are not satisfied.
-	local dummy
-	for dummy in "libc6 2.36-9" "libssl3 3.0.11-1"; do
-		mkdir -p "$R/../dummy"
-		dpkgr -i "$(build_deb ${dummy% *} ${dummy#* } "$R/../dummy")" >/dev/null ||
-			fail "install a dummy ${dummy% *}"
-	done
 }
 
 dpkgr() {

@@ -34,20 +34,22 @@ build_tool() {
 	fi
 	local cflags=(-std=c11 -O2 -g -fPIC -D_GNU_SOURCE -I"$src/uapi" -I"$src/src"
 		      -DPBITMAP_VERSION_STRING='"t"')
-	local mods=()
+	local mods=() libs=(-lelf -lzstd -lz -lcrypto)
 	for f in "$src"/src/*.c; do [[ $f == */main.c ]] || mods+=("$f"); done
+	# Digests: OpenSSL's libcrypto at 49a6f83, libmd since.
+	grep -q '<md5.h>' "$src/src/digest.c" && libs=(-lelf -lzstd -lz -lmd)
 	gcc "${cflags[@]}" -shared -Wl,-soname,libpbitmap.so -o "$out/libpbitmap.so" \
-		"${mods[@]}" -lelf -lzstd -lz -lcrypto 2>"$out/cc.log" ||
+		"${mods[@]}" "${libs[@]}" 2>"$out/cc.log" ||
 		fail "build $rev library: $(tail -5 "$out/cc.log")"
 	gcc "${cflags[@]}" -o "$out/prog" "$src/src/main.c" -L"$out" -lpbitmap \
 		-Wl,-rpath,'$ORIGIN' 2>>"$out/cc.log" || fail "build $rev program: $(tail -5 "$out/cc.log")"
 	# The whole tool in one static program, libraries and all (libelf,
-	# libzstd, libz, libcrypto, libc): 4 MB or more whose start-up touches
+	# libzstd, libz, libcrypto or libmd, libc): megabytes whose start-up touches
 	# pages all over it, and whose every function moves when the tool's own
 	# code changes size.  Only with BUILD_STATIC=1 (t-upgrade).
 	if [[ ${BUILD_STATIC:-} == 1 ]]; then
 		gcc "${cflags[@]}" -static -o "$out/prog-static" "$src"/src/*.c \
-			-lelf -lzstd -lz -lcrypto 2>>"$out/cc.log" ||
+			"${libs[@]}" 2>>"$out/cc.log" ||
 			fail "build $rev static program: $(tail -5 "$out/cc.log")"
 	fi
 	# As Debian's dh_strip does.

@@ -3,10 +3,9 @@
 #
 # Real rpmbuild and real rpm transactions (Debian's rpm 4.18) in alternate
 # roots, as ../../shared/notes/rpm.md describes: busybox for /bin/sh and the
-# other commands a scriptlet uses, /dev/null, and pbitmap's shared libraries
-# and ld.so (copied from the host, as `ldd build/pbitmap` lists them: the RPM
-# ships the same dynamically linked binary), and libcrypto, which it loads
-# with dlopen() for digests.  The pbitmap RPM comes from
+# other commands a scriptlet uses, /dev/null, and libc and ld.so for the
+# sample programs (copied from the host; pbitmap, statically linked, needs
+# no library).  The pbitmap RPM comes from
 # `make rpm`; the sample packages are built here, at test time.
 #
 #   make_root DIR       an empty root with busybox, libraries and an rpm db
@@ -43,16 +42,14 @@ make_root() {
 	cp /bin/busybox "$R/bin/" || fail "copy busybox"
 	chroot "$R" /bin/busybox --install -s /bin || fail "busybox --install in $R"
 	mknod -m 666 "$R/dev/null" c 1 3 || fail "mknod $R/dev/null"
-	# The libraries of pbitmap (the RPM's build) and of the sample program.
-	for lib in $(ldd "$TOP/build/pbitmap" | awk '$3 ~ /^\// { print $3 }'); do
+	# The libraries of the sample programs (C, built here): libc and ld.so.
+	[[ -x $SAMPLE_DIR/libs-probe ]] || { echo 'int main(void) { return 0; }' |
+		gcc -x c -o "$SAMPLE_DIR/libs-probe" - || fail "gcc libs-probe"; }
+	for lib in $(ldd "$SAMPLE_DIR/libs-probe" | awk '$3 ~ /^\// { print $3 }'); do
 		cp -L "$lib" "$R/usr/lib/x86_64-linux-gnu/" || fail "copy $lib"
 	done
-	# libcrypto, which pbitmap loads with dlopen() for digests (the RPM requires it).
-	lib=$(ldconfig -p | awk '$1 == "libcrypto.so.3" && /x86-64/ { print $NF; exit }')
-	[[ -n $lib ]] || fail "no libcrypto.so.3 on the host (Debian package libssl3)"
-	cp -L "$lib" "$R/usr/lib/x86_64-linux-gnu/" || fail "copy $lib"
-	f=$(ldd "$TOP/build/pbitmap" | awk '/ld-linux/ { print $1 }')
-	[[ -n $f ]] || fail "no dynamic loader in ldd build/pbitmap"
+	f=$(ldd "$SAMPLE_DIR/libs-probe" | awk '/ld-linux/ { print $1 }')
+	[[ -n $f ]] || fail "no dynamic loader in ldd of a C program"
 	mkdir -p "$R$(dirname "$f")"
 	cp -L "$f" "$R$f" || fail "copy $f"
 	ln -s usr/lib "$R/lib" 2>/dev/null || true
