@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0-or-later
 /*
  * pbitmap-audit.so: prefetching from user space, as early as user space
- * can, object by object.  Loaded with LD_AUDIT=/usr/lib/pbitmap/pbitmap-audit.so,
- * ld.so calls la_objopen() for the program, then for every object it maps
+ * can, object by object.  Loaded with LD_AUDIT=PATH/pbitmap-audit.so (make
+ * builds it as build/pbitmap-audit.so; it is not installed: it is the
+ * benchmark's baseline), ld.so calls la_objopen() for the program, then for
+ * every object it maps
  * (each DT_NEEDED library, and later each dlopen()ed module); this module
  * then reads the object's marker (user.pbitmap) and record and asks for
  * readahead of the pages marked in it (pb_willneed(), as `pbitmap
@@ -64,7 +66,12 @@ static void say(const char *path, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/* The object's record, checked as the kernel checks it, into @r.  NULL or why not. */
+/*
+ * The object's record into @r, checked as the kernel checks it
+ * (pbitmap_record_valid(): the marker, a valid slot, and a header that
+ * agrees with the marker and the file's size), so that a crafted file costs
+ * no more here than in the kernel.  NULL, or why not.
+ */
 static const char *read_record(int fd, const struct stat *st, struct pb_record *r)
 {
 	struct pbitmap_marker m;
@@ -97,10 +104,22 @@ static const char *read_record(int fd, const struct stat *st, struct pb_record *
 		return "cannot read the record";
 	}
 	cur = pb_slot_current(section, size, &why);
-	if (cur >= 0 && pb_record_from(r, section + (size_t)cur * stride, slot))
-		why = "out of memory";
+	if (cur >= 0) {
+		const struct pbitmap_header *h = (const void *)(section + (size_t)cur * stride);
+		uint64_t content = le64toh(h->content_size), tail = le64toh(h->tail_size);
+
+		if (le64toh(h->record_offset) != off || content > off ||
+		    tail != (uint64_t)st->st_size - content)
+			why = "the record does not agree with the marker and the file's size";
+		else if (le32toh(h->flags) & PBITMAP_F_XATTR)
+			why = "an attribute's record in an ELF section";
+		else if (pb_record_from(r, h, slot))
+			why = "out of memory";
+	} else if (!why) {
+		why = "no valid record";
+	}
 	free(section);
-	return cur >= 0 ? why : why ? why : "no valid record";
+	return why;
 }
 
 static void prefetch(const char *path, const char *name)
@@ -111,9 +130,16 @@ static void prefetch(const char *path, const char *name)
 	struct stat st;
 	int fd, err;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+	/*
+	 * Only regular files: stat() first, so that a device is never opened
+	 * (an open can have effects), and O_NONBLOCK in case the name was
+	 * replaced by a FIFO in between; fstat() below checks again.
+	 */
+	if (stat(path, &st) || !S_ISREG(st.st_mode))
+		return;
+	fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	if (fd < 0)
-		return;		/* linux-vdso.so.1 and the like: not a file */
+		return;
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
 		close(fd);
 		return;
@@ -155,7 +181,12 @@ unsigned int la_objopen(struct link_map *map, Lmid_t lmid, uintptr_t *cookie)
 			prefetch("/proc/self/exe", "(program)");
 		else if (execfn)
 			prefetch(execfn, "(program)");
-	} else
+	} else if (strchr(map->l_name, '/')) {
 		prefetch(map->l_name, map->l_name);
+	}
+	/*
+	 * Else a name without a slash: linux-vdso.so.1, which is no file;
+	 * opened, it would be a file of that name in the current directory.
+	 */
 	return 0;
 }

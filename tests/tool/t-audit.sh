@@ -7,9 +7,12 @@
 # On coldstart.sh's loop device (a chroot holding a program with six
 # libraries, stamped and learned with `pbitmap record`):
 #   - With PBITMAP_AUDIT_VERBOSE=1 it names every object ld.so maps: the
-#     program, ld.so and the six libraries each with extents and bytes
+#     program (found through /proc/self/exe, and without /proc through
+#     AT_EXECFN), ld.so and the six libraries each with extents and bytes
 #     prefetched (every one has pages marked), and the program prints what
 #     it prints without the module.
+#   - A FIFO named linux-vdso.so.1 in the current directory (the vDSO's
+#     name, which has no slash) is not opened: the program runs.
 #   - A library whose record is damaged, and one with no bitmap: "not
 #     prefetched", with the reason, and the program runs as before.
 #   - Cold read requests, medians of 7 interleaved runs of each: a direct
@@ -46,7 +49,8 @@ want=$(chroot "$CS_ROOT" /usr/bin/prog) || fail "prog does not run"
 # audited NAME: a warm run under the module, verbose; its lines in $w/NAME.
 audited() {
 	local got
-	got=$(chroot "$CS_ROOT" /usr/bin/env PBITMAP_AUDIT_VERBOSE=1 LD_AUDIT=$A /usr/bin/prog 2>"$w/$1") ||
+	got=$(timeout 60 chroot "$CS_ROOT" /usr/bin/env PBITMAP_AUDIT_VERBOSE=1 LD_AUDIT=$A \
+		/usr/bin/prog 2>"$w/$1") ||
 		fail "prog under LD_AUDIT failed: $(cat "$w/$1")"
 	[[ $got == "$want" ]] || fail "prog under LD_AUDIT printed '$got', without it '$want'"
 }
@@ -55,7 +59,11 @@ prefetched() {
 	grep -Eq "^pbitmap-audit: $2: [1-9][0-9]* extents, [1-9][0-9]* bytes$" "$w/$1" ||
 		fail "$2 not prefetched: $(cat "$w/$1")"
 }
+# With /proc, the program is found as /proc/self/exe; the runs below have
+# none (as coldstart.sh leaves the chroot) and find it by AT_EXECFN.
+mount -t proc proc "$CS_ROOT/proc" || fail "mount proc in the chroot"
 audited all
+umount "$CS_ROOT/proc" || fail "umount proc"
 libs=(libm.so.6 libbz2.so.1.0 liblzma.so.5 libgmp.so.10 libsqlite3.so.0 libc.so.6)
 prefetched all '\(program\)'
 prefetched all /lib64/ld-linux-x86-64.so.2
@@ -63,6 +71,15 @@ for l in "${libs[@]}"; do prefetched all "$CS_LIBDIR/$l"; done
 [[ $(grep -c '^pbitmap-audit: ' "$w/all") == 8 ]] ||
 	fail "expected 8 objects (program, ld.so, 6 libraries): $(cat "$w/all")"
 pass "LD_AUDIT: the program, ld.so and its 6 libraries prefetched, output unchanged"
+
+# The vDSO's name has no slash: it is no file, and a FIFO of that name in
+# the current directory (chroot's: /) must neither be opened nor block.
+mkfifo "$CS_ROOT/linux-vdso.so.1" || fail "mkfifo"
+audited fifo
+rm -f "$CS_ROOT/linux-vdso.so.1"
+prefetched fifo '\(program\)'
+! grep -q 'linux-vdso' "$w/fifo" || fail "the vDSO's name was looked up as a file: $(cat "$w/fifo")"
+pass "a FIFO named linux-vdso.so.1 in the current directory: not opened, the program runs"
 
 # A damaged record (the last byte of both slots flipped: neither is valid)
 # and a library with no bitmap.
