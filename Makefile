@@ -25,15 +25,18 @@ WARN     := -Wall -Wextra $(if $(filter 1,$(PBITMAP_WERROR)),-Werror) -Wshadow \
 	    -Wstrict-prototypes -Wformat=2
 CPPFLAGS := -D_GNU_SOURCE -I$(TOOL_DIR)/uapi -I$(TOOL_DIR)/src
 CFLAGS   := -std=c11 -O2 -g $(WARN) -fstack-protector-strong -D_FORTIFY_SOURCE=2
-# The tool and its launcher are static executables (-static below): their
+# The tool and its launcher are static executables (STATIC below): their
 # start-up maps no ld.so and no shared library, which a cold `pbitmap run`
-# would read ahead of the program it starts.  Digests come from libmd
+# would read ahead of the program it starts.  Position-independent
+# (-static-pie), so that ASLR still applies to a tool that package triggers
+# run as root on files from packages.  Digests come from libmd
 # (digest.c).  So the tool must not call dlopen() or glibc's NSS functions
 # (getpwnam(), getaddrinfo() ...): they need the shared libc at run time,
 # and the static link warns of them.  The sanitizer build and the fuzzers
 # cannot be static: they link the same libraries dynamically.
 LIBS     := -lelf -lzstd -lz -lmd
 TOOL_LIBS := $(LIBS)
+STATIC   := -static-pie
 ASAN_LIBS := $(LIBS)
 VERSION  := $(shell cat $(TOOL_DIR)/VERSION)
 CPPFLAGS += -DPBITMAP_VERSION_STRING='"$(VERSION)"'
@@ -89,7 +92,7 @@ TOOL_FIRST := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES) main.c)
 TOOL_REST  := $(filter-out $(TOOL_FIRST),$(SRCS))
 TOOL_EARLY := -Wl,-u,strnlen,-u,wcschr
 $(BUILD)/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD) $(BUILD)/pbitmap-run
-	$(CC) $(CPPFLAGS) $(CFLAGS) -static -o $@ $(TOOL_EARLY) $(TOOL_FIRST) \
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(STATIC) -o $@ $(TOOL_EARLY) $(TOOL_FIRST) \
 		-Wl,--start-group $(RUN_LIBS) -lgcc -lgcc_eh -lc -Wl,--end-group $(TOOL_REST) $(TOOL_LIBS)
 
 $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
@@ -100,7 +103,7 @@ $(BUILD)/asan/pbitmap: $(SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 # no digests, so its own start-up costs a cold start as little as possible.
 RUN_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) $(TOOL_DIR)/run/pbitmap-run.c
 $(BUILD)/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) -static -o $@ $(RUN_SRCS) $(RUN_LIBS)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(STATIC) -o $@ $(RUN_SRCS) $(RUN_LIBS)
 
 # The LD_AUDIT module (pbitmap-tool/audit/pbitmap-audit.c): the user-space
 # baseline the kernel's prefetch is measured against (make bench, condition
@@ -152,9 +155,9 @@ $(BUILD):
 # The compiler flags of the last build: when they change (`make check` after
 # a plain `make` adds -Werror), the binaries are rebuilt.  The file is
 # rewritten only when they differ, so that its time says when they changed.
-BUILD_FLAGS = $(CC) $(CPPFLAGS) $(CFLAGS) | $(SAN_CFLAGS) | $(LIBS) | $(TOOL_EARLY) $(TOOL_LIBS)
-$(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-run $(BUILD)/asan/pbitmap-run: \
-	$(BUILD)/cflags
+BUILD_FLAGS = $(CC) $(CPPFLAGS) $(CFLAGS) | $(SAN_CFLAGS) | $(LIBS) | $(TOOL_EARLY) $(TOOL_LIBS) $(STATIC)
+$(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-run $(BUILD)/asan/pbitmap-run \
+	$(BUILD)/pbitmap-audit.so: $(BUILD)/cflags
 $(BUILD)/cflags: FORCE | $(BUILD)
 	$(if $(subst $(BUILD_FLAGS),,$(file <$@))$(subst $(file <$@),,$(BUILD_FLAGS)),\
 		$(file >$@,$(BUILD_FLAGS)))
@@ -191,7 +194,7 @@ fuzz: $(FUZZ_TARGETS)
 			$(BUILD)/fuzz/corpus-$$t $(TOOL_DIR)/fuzz/seeds || exit 1; \
 	done
 
-install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so
+install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run
 	install -D -m 0755 $(BUILD)/pbitmap $(DESTDIR)$(PREFIX)/bin/pbitmap
 	install -D -m 0755 $(BUILD)/pbitmap-run $(DESTDIR)$(PREFIX)/bin/pbitmap-run
 	install -D -m 0644 $(TOOL_DIR)/pbitmap.1 $(DESTDIR)$(PREFIX)/share/man/man1/pbitmap.1
