@@ -38,7 +38,8 @@
 #     the Makefile): `pbitmap run` then reads of itself what pbitmap-run
 #     reads.  No tolerance: in 6 runs of this test on the development host
 #     (kernel 6.18) the medians were 79 through `pbitmap run`, 81 through
-#     pbitmap-run and 91 direct every time; past the first start of a series
+#     pbitmap-run and 91 direct every time (linked -static; with
+#     -static-pie, 3 runs: 81, 84 and 91); past the first start of a series
 #     (lower in all three, by up to 14, and left out by the median) a start
 #     varied by 1 request.  (Before the link order, `pbitmap run` made 90,
 #     static, and 89 linked dynamically.)  Set RUN_LAUNCHER=BINARY
