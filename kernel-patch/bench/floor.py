@@ -27,7 +27,8 @@ physical address and make floor.py fail, rather than guess.
 
 With --physical-kb K, the physical floor instead: ceil(S / K KiB), S the
 bytes of the pages the run used (the last page of a file counted up to its
-end), wherever they lie on disk: the fewest requests of K KiB that could
+end; pages of a hole counted too, though they need no read), wherever they
+lie on disk: the fewest requests of K KiB that could
 carry them if they were contiguous (issue 25: K = 256, an EBS operation).
 The FIEMAP floor says what the files' layout allows; the physical floor
 what a layout made for the start-up would.

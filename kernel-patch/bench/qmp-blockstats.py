@@ -6,11 +6,11 @@
 
 Connects to QEMU's QMP socket (kernel-patch/scripts/vm's VM_QMP), runs
 query-blockstats and prints DEVICE's read counters on one line:
-"rd_operations RD_MERGED RD_BYTES", the requests QEMU's block layer saw
-(after virtio-blk's own merging, which rd_merged counts) and their bytes.
-The benchmark (bench-run.sh) sets them beside the guest's /sys/block/vdb/stat:
-the throttle charges what the host sees, the tables count what the guest
-issued.  Exit status 0; 1 (with "qmp-blockstats: message") when QEMU cannot
+"RD_OPERATIONS RD_MERGED RD_BYTES".  rd_operations counts every request the
+guest's virtio-blk driver issued (QEMU accounts each request of a merged
+chain on its own); rd_merged, those virtio-blk merged into a neighbour, so
+the block layer and its throttle saw rd_operations - rd_merged.  The
+benchmark (bench-run.sh) sets them beside the guest's /sys/block/vdb/stat.  Exit status 0; 1 (with "qmp-blockstats: message") when QEMU cannot
 be reached or has no such device.
 """
 import json
