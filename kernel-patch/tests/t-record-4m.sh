@@ -7,15 +7,17 @@
 # extent walk a record can ask for).  After drop_caches, a program maps its
 # first page (nothing marked there: no prefetch); the mmap() call parses
 # the record.  The root disk's reads during that call must be the section
-# (the record's two slots, 8 MiB, read ahead whole) and little else: at
-# most 8 MiB + 64 KiB (the inode's block and the like), in at most
-# 2 * ceil(8 MiB / max_sectors_kb) + 2 requests, plus one per extent beyond
-# the first that the section lies in (filefrag: a request never spans two).
+# (the record's two slots, 8 MiB, read ahead whole) and little else: two
+# more requests (the inode's block, the mapping program's own faults), each
+# at most a readahead window.  So at most 8 MiB + 2 * read_ahead_kb, in at
+# most 2 * ceil(8 MiB / max_sectors_kb) + 2 requests, plus one per extent
+# beyond the first that the section lies in (filefrag: a request never spans
+# two).
 # Why twice: each readahead window of max_sectors_kb goes out as one or two
 # requests, split where its folios' boundaries fall (traced with
 # block_rq_issue in two boots: the same 8 MiB went out as 8 and as 12
 # requests, every one of them readahead of the section, nothing else; a
-# third, untraced boot made 14).  The
+# third, untraced boot made 14; a fourth read 84 KiB besides).  The
 # record was read a page at a time before, about 1024 synchronous requests.
 # The parse must be kept
 # (pbitmap_cache_miss +1, no rejection).  On a kernel with the soft-lockup
@@ -59,7 +61,7 @@ extents=$(filefrag -e -b1 big.so | awk -v a="$sec_off" -v b="$((sec_off + sec_si
 ((extents >= 1)) || fail "filefrag shows no extent under the section of big.so"
 # Two slots of 4 MiB and the 512-byte alignment between them (8193 KiB).
 bound=$((2 * ((8193 + max_kb - 1) / max_kb) + extents - 1 + 2))
-bytes_bound=$(((8193 + 64) * 1024))
+bytes_bound=$(((8193 + 2 * $(cat /sys/block/vda/queue/read_ahead_kb)) * 1024))
 
 cold_cond on
 [ -z "$thresh" ] || echo 1 >/proc/sys/kernel/watchdog_thresh
