@@ -71,7 +71,7 @@ all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so
 
 # The modules of `run` (prefetch.c and what reading a bitmap needs) and
 # their libraries: the launcher's, and the first part of the tool (below).
-RUN_MODULES := prefetch.c willneed.c record.c elfstore.c xattrstore.c marker.c pbfile.c \
+RUN_MODULES := prefetch.c willneed.c record.c plan.c elfstore.c xattrstore.c marker.c pbfile.c \
 	       replace.c confine.c messages.c args.c filelist.c
 RUN_LIBS := -lelf -lzstd -lz
 
@@ -111,7 +111,7 @@ $(BUILD)/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 # nothing exported but ld.so's la_* entry points; the functions of those
 # modules it does not call (marker.c's writers, which print) are left out.
 AUDIT_SRCS := $(TOOL_DIR)/audit/pbitmap-audit.c \
-	      $(addprefix $(TOOL_DIR)/src/,record.c marker.c willneed.c)
+	      $(addprefix $(TOOL_DIR)/src/,record.c plan.c marker.c willneed.c)
 $(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
 	$(CC) $(CPPFLAGS) $(CFLAGS) -fPIC -fvisibility=hidden -ffunction-sections -shared \
 		-Wl,-z,defs,--gc-sections,--exclude-libs,ALL \

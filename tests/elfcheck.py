@@ -32,11 +32,11 @@ SHT_PROGBITS = 1
 PBITMAP_MAGIC = 0x504D4250
 RECORD_ALIGN = 4096
 # struct pbitmap_header (uapi/linux/pbitmap.h), little-endian, 128 bytes.
-HDR_FMT = "<IHHIIQQIBBBBQQQIHHQQ40s"
+HDR_FMT = "<IHHIIQQIBBBBQQQIHHQQII32s"
 HDR_NAMES = ("magic version header_size checksum flags nr_pages content_size "
              "plane_size page_shift nr_planes threshold newest_plane runs "
              "last_update orig_shoff orig_shnum orig_shstrndx reserved0 "
-             "record_offset tail_size reserved").split()
+             "record_offset tail_size plan_size reserved1 reserved").split()
 assert struct.calcsize(HDR_FMT) == 128
 
 
@@ -201,10 +201,14 @@ def check_stamp(orig_path, stamped_path):
     check(h["record_offset"] == off, "record_offset %d, section says %d" % (h["record_offset"], off))
     check(h["tail_size"] == len(data) - n, "tail_size %d, file grew by %d" % (h["tail_size"], len(data) - n))
     slot, offs = slots_of(data, off, size)
-    check(h["header_size"] + h["plane_size"] * h["nr_planes"] == slot, "record size vs geometry")
+    check(h["header_size"] + h["plane_size"] * h["nr_planes"] + h["plan_size"] == slot,
+          "record size vs geometry")
+    check(h["version"] == (3 if h["plan_size"] else 2), "version %d with a plan area of %d"
+          % (h["version"], h["plan_size"]))
     check(data[offs[1]:offs[1] + slot] == data[off:off + slot], "the two slots differ")
     check(data[off + slot:offs[1]] == bytes(offs[1] - off - slot), "bytes between the slots not zero")
-    check(h["reserved0"] == 0 and h["reserved"] == bytes(40), "reserved fields not zero")
+    check(h["reserved0"] == 0 and h["reserved1"] == 0 and h["reserved"] == bytes(32),
+          "reserved fields not zero")
     check(h["orig_shoff"] == o.e_shoff and h["orig_shnum"] == o.e_shnum and
           h["orig_shstrndx"] == o.e_shstrndx, "undo data in the header differs from the original")
     print("original=%d stamped=%d record_offset=%d record_size=%d planes=%d pages=%d"
@@ -313,6 +317,38 @@ def dump(path):
         print("count%d=%d" % (age, sum(bin(b).count("1") for b in plane)))
 
 
+# struct pbitmap_plan, pbitmap_plan_file, pbitmap_plan_step (uapi/linux/pbitmap.h).
+PLAN_FMT, PLAN_FILE_FMT, PLAN_STEP_FMT = "<IIHHII12s", "<QQIIII", "<IIHH"
+PLAN_MAGIC = 0x4C504250  # "PBPL"
+
+
+def plan(path):
+    """The current slot's plan, parsed on its own: one line per step,
+    "FILE-PATH START NR" in plan order, after one line per file
+    "file INDEX PATH INO SIZE DEV GEN"."""
+    data = open(path, "rb").read()
+    _, pb = record_of(Elf(data))
+    rec = current_slot(data, pb["offset"], pb["size"])
+    h = header_at(rec, 0)
+    check(h["plan_size"], "no plan area")
+    area = rec[len(rec) - h["plan_size"]:]
+    magic, used, nr_files, r0, nr_steps, names_size, r = struct.unpack_from(PLAN_FMT, area, 0)
+    check(magic == PLAN_MAGIC, "plan magic %#x" % magic)
+    check(used == 32 + 32 * nr_files + 12 * nr_steps + names_size, "plan size vs tables")
+    check(area[used:] == bytes(len(area) - used), "bytes past the plan not zero")
+    files = [struct.unpack_from(PLAN_FILE_FMT, area, 32 + 32 * i) for i in range(nr_files)]
+    names_at = 32 + 32 * nr_files + 12 * nr_steps
+    names = area[names_at:names_at + names_size]
+    paths = [names[f[4]:names.index(0, f[4])].decode() for f in files]
+    for i, (f, p) in enumerate(zip(files, paths)):
+        print("file", i, p, f[0], f[1], f[2], f[3])
+    for i in range(nr_steps):
+        start, nr, fi, _ = struct.unpack_from(PLAN_STEP_FMT, area, 32 + 32 * nr_files + 12 * i)
+        check(fi < nr_files and nr > 0, "step %d: file %d, %d units" % (i, fi, nr))
+        check((start + nr) * 4096 <= files[fi][1] + 4095, "step %d past its file" % i)
+        print("step", paths[fi], start, nr)
+
+
 def main(argv):
     try:
         if argv[1] == "stamp":
@@ -329,6 +365,8 @@ def main(argv):
             _, pb = record_of(Elf(data))
             for k, v in header_at(data, pb["offset"]).items():
                 print("%s=%s" % (k, v.hex() if isinstance(v, bytes) else v))
+        elif argv[1] == "plan":
+            plan(argv[2])
         elif argv[1] == "dump":
             dump(argv[2])
         elif argv[1] == "marker":

@@ -14,6 +14,7 @@
  *   cmd-edit.c   set, clear, merge
  *   cmd-profile.c export, import (the format: profile.h)
  *   cmd-record.c record (observing CMD: observe.c, observe.h)
+ *   cmd-plan.c   plan (the format: plan.c)
  *   prefetch.c   prefetch, run;  rpm.c  stamp, rpm-verify
  */
 #ifndef PBITMAP_CLI_H
@@ -127,6 +128,7 @@ int pb_cmd_undo(int argc, char **argv);
 int pb_cmd_digest(int argc, char **argv);
 int pb_cmd_show(int argc, char **argv);
 int pb_cmd_verify(int argc, char **argv);
+int pb_cmd_plan(int argc, char **argv);
 int pb_cmd_set(int argc, char **argv);
 int pb_cmd_clear(int argc, char **argv);
 int pb_cmd_merge(int argc, char **argv);

@@ -22,7 +22,8 @@ struct add_args {
 /* Nothing asked to change: add leaves a file that has a bitmap as it is. */
 static bool keeps_existing(const struct pb_params *p)
 {
-	return !p->nr_planes && !p->threshold && !p->page_shift && !p->set_flags;
+	return !p->nr_planes && !p->threshold && !p->page_shift && !p->set_flags &&
+	       !p->set_plan;
 }
 
 static int count_add(struct add_args *a, int ret, bool stamped)
@@ -154,6 +155,7 @@ int pb_cmd_add(int argc, char **argv)
 		{ "no-learn", no_argument, NULL, 'N' },
 		{ "learn", optional_argument, NULL, 'E' },
 		{ "xattr-max", required_argument, NULL, 'X' },
+		{ "plan-size", required_argument, NULL, 'P' },
 		{ "dereference", no_argument, NULL, 'L' },
 		{ "break-links", no_argument, NULL, 'B' },
 		{ "stdin", no_argument, NULL, 'I' },
@@ -212,6 +214,16 @@ int pb_cmd_add(int argc, char **argv)
 			    size > 65536)
 				return pb_usage_error("--xattr-max: expected 256..65536 bytes");
 			a.p.xattr_max = size;
+			break;
+		case 'P':
+			if (!pb_parse_size(optarg, &rest, &size) || *rest ||
+			    size % PBITMAP_PLAN_ALIGN || size > PBITMAP_PLAN_MAX_SIZE ||
+			    (size && size < sizeof(struct pbitmap_plan)))
+				return pb_usage_error("--plan-size: expected 0, or %zu..%u bytes in "
+						      "multiples of %d", sizeof(struct pbitmap_plan),
+						      PBITMAP_PLAN_MAX_SIZE, PBITMAP_PLAN_ALIGN);
+			a.p.plan_size = size;
+			a.p.set_plan = true;
 			break;
 		case 'L':
 			flags |= PB_OPEN_FOLLOW;

@@ -7,6 +7,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <time.h>
 
 #include "pbitmap.h"
@@ -104,6 +105,88 @@ static void print_marker(const struct pb_file *f)
 	}
 }
 
+/*
+ * The identity of a plan's file against what its path leads to now:
+ * "" when the same, else why the kernel would skip it.
+ */
+static const char *plan_file_state(const struct pbitmap_plan_file *pf, const char *path)
+{
+	struct stat st;
+
+	if (stat(path, &st))
+		return "missing";
+	if (!S_ISREG(st.st_mode) || (uint64_t)st.st_ino != le64toh(pf->ino) ||
+	    (uint32_t)st.st_dev != le32toh(pf->dev))
+		return "replaced";
+	if ((uint64_t)st.st_size != le64toh(pf->size))
+		return "size changed";
+	return "";
+}
+
+static uint64_t plan_units(const struct pb_plan_view *v, uint32_t file)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < v->nr_steps; i++)
+		if (file == UINT32_MAX || le16toh(v->steps[i].file) == file)
+			n += le32toh(v->steps[i].nr);
+	return n;
+}
+
+static void show_plan_text(const struct pb_file *f)
+{
+	size_t size;
+	const unsigned char *area = pb_plan_area(&f->rec, &size);
+	struct pb_plan_view v;
+
+	if (!size)
+		return;
+	if (!pb_plan_read(area, size, &v)) {
+		printf("  plan         empty (%zu bytes of room)\n", size);
+		return;
+	}
+	printf("  plan         %u files, %u ranges, %" PRIu64 " KiB; %u of %zu bytes\n",
+	       v.nr_files, v.nr_steps, plan_units(&v, UINT32_MAX) << (PBITMAP_PLAN_UNIT_SHIFT - 10),
+	       v.used, size);
+	for (uint32_t i = 0; i < v.nr_files; i++) {
+		const char *path = v.names + le32toh(v.files[i].name);
+		const char *state = plan_file_state(&v.files[i], path);
+
+		printf("  %4u  %7" PRIu64 " KiB  %s%s%s%s\n", i,
+		       plan_units(&v, i) << (PBITMAP_PLAN_UNIT_SHIFT - 10), path,
+		       *state ? " (" : "", state, *state ? ")" : "");
+	}
+}
+
+static void show_plan_json(const struct pb_file *f)
+{
+	size_t size;
+	const unsigned char *area = pb_plan_area(&f->rec, &size);
+	struct pb_plan_view v;
+
+	printf(",\"plan_size\":%zu", size);
+	if (!size || !pb_plan_read(area, size, &v))
+		return;
+	printf(",\"plan\":{\"used\":%u,\"files\":[", v.used);
+	for (uint32_t i = 0; i < v.nr_files; i++) {
+		const char *path = v.names + le32toh(v.files[i].name);
+
+		printf("%s{\"path\":", i ? "," : "");
+		json_string(path);
+		printf(",\"ino\":%" PRIu64 ",\"size\":%" PRIu64 ",\"dev\":%u"
+		       ",\"generation\":%u,\"state\":\"%s\"}",
+		       (uint64_t)le64toh(v.files[i].ino), (uint64_t)le64toh(v.files[i].size),
+		       le32toh(v.files[i].dev), le32toh(v.files[i].generation),
+		       *plan_file_state(&v.files[i], path) ? plan_file_state(&v.files[i], path) :
+		       "current");
+	}
+	printf("],\"steps\":[");
+	for (uint32_t i = 0; i < v.nr_steps; i++)
+		printf("%s[%u,%u,%u]", i ? "," : "", le16toh(v.steps[i].file),
+		       le32toh(v.steps[i].start), le32toh(v.steps[i].nr));
+	printf("]}");
+}
+
 static void show_text(const struct pb_file *f, const unsigned char *eff)
 {
 	const struct pb_record *r = &f->rec;
@@ -142,6 +225,7 @@ static void show_text(const struct pb_file *f, const unsigned char *eff)
 	       marked, count_runs(eff, pages), marked * granule);
 	print_ranges(eff, pages, false, pb_verbose ? 0 : 12);
 	putchar('\n');
+	show_plan_text(f);
 }
 
 static void show_json(const struct pb_file *f, const unsigned char *eff)
@@ -185,7 +269,9 @@ static void show_json(const struct pb_file *f, const unsigned char *eff)
 	printf("],\"prefetch\":{\"pages\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"ranges\":",
 	       marked, marked << h->page_shift);
 	print_ranges(eff, pages, true, 0);
-	printf("}}");
+	putchar('}');
+	show_plan_json(f);
+	putchar('}');
 }
 
 struct show_args {
@@ -278,9 +364,26 @@ static int verify_one(const char *path, unsigned int flags, void *arg)
 		return ret;
 	if (f.store->has_marker && f.marker != PB_MARKER_OK)
 		ret = marker_error(&f);
-	if (!ret && !pb_quiet)
-		printf("%s: OK: %" PRIu64 " pages, %u generations\n", path,
+	if (!ret && !pb_quiet) {
+		size_t size;
+		const unsigned char *area = pb_plan_area(&f.rec, &size);
+		struct pb_plan_view v;
+		uint32_t stale = 0;
+
+		printf("%s: OK: %" PRIu64 " pages, %u generations", path,
 		       pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
+		if (size && pb_plan_read(area, size, &v)) {
+			for (uint32_t i = 0; i < v.nr_files; i++)
+				stale += !!*plan_file_state(&v.files[i],
+							    v.names + le32toh(v.files[i].name));
+			printf(", a plan of %u files", v.nr_files);
+			if (stale)
+				printf(" (%u replaced since: the kernel skips them)", stale);
+		} else if (size) {
+			printf(", an empty plan");
+		}
+		putchar('\n');
+	}
 	pb_close(&f);
 	return ret;
 }

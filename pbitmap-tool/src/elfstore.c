@@ -1073,6 +1073,11 @@ int pb_elf_stamp(struct pb_file *f, const struct pb_params *p)
 	if (pb_record_init(&r, e->file_size, p->page_shift, p->nr_planes,
 			   p->threshold, p->flags))
 		return pb_error_errno(f->path, "cannot make a record of this geometry");
+	if (p->plan_size && pb_record_set_plan_area(&r, p->plan_size)) {
+		pb_record_free(&r);
+		return pb_error_errno(f->path, "cannot make a record with a plan area of %zu bytes",
+				      p->plan_size);
+	}
 	if (p->carry)
 		pb_record_carry(&r, p->carry);
 	elf = begin(f);

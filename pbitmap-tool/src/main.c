@@ -26,7 +26,7 @@ struct verb {
 static const struct verb verbs[] = {
 	{ "add", pb_cmd_add,
 	  "[-g N] [-t T] [--page-shift S] [--learn[=never|owner|every]|--no-learn] [--xattr-max B]\n"
-	  "[-L] [--break-links] [--stdin [--summary]] FILE...",
+	  "[--plan-size B] [-L] [--break-links] [--stdin [--summary]] FILE...",
 	  "add an empty bitmap (idempotent)" },
 	{ "strip", pb_cmd_strip, "[-L] [--break-links] [--stdin] FILE...",
 	  "remove the bitmap; ELF files become byte-identical" },
@@ -36,6 +36,8 @@ static const struct verb verbs[] = {
 	  "digest of the original bytes (default sha256)" },
 	{ "show", pb_cmd_show, "[--json] FILE...", "print the bitmap" },
 	{ "verify", pb_cmd_verify, "FILE...", "check checksum and bounds" },
+	{ "plan", pb_cmd_plan, "(--clear PROGRAM | PROGRAM FILE...)",
+	  "write PROGRAM's start-up plan: FILEs, read at its exec in this order" },
 	{ "set", pb_cmd_set, "(--pages L|--ranges L) [--plane AGE] [-L] FILE...",
 	  "mark pages in the bitmap" },
 	{ "clear", pb_cmd_clear, "(--pages L|--ranges L|--all) [--plane AGE] [-L] FILE...",

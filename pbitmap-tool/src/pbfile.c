@@ -255,7 +255,8 @@ static bool same_geometry(const struct pb_file *f, const struct pb_params *p)
 {
 	const struct pbitmap_header *h = pb_hdr(&f->rec);
 
-	return p->nr_planes == h->nr_planes && p->page_shift == h->page_shift;
+	return p->nr_planes == h->nr_planes && p->page_shift == h->page_shift &&
+	       p->plan_size == le32toh(h->plan_size);
 }
 
 static bool nothing_to_change(const struct pb_file *f, const struct pb_params *p)
@@ -309,6 +310,8 @@ static void inherit_params(const struct pb_file *f, const struct pb_params *give
 		p->flags = le32toh(h->flags) & ~PBITMAP_F_XATTR;
 	if (!given->page_shift)
 		p->page_shift = h->page_shift;
+	if (!given->set_plan)
+		p->plan_size = le32toh(h->plan_size);
 	if (f->store->restamp_params)
 		f->store->restamp_params(f, given, p);
 }

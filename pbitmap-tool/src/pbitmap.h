@@ -111,6 +111,8 @@ struct pb_params {
 	uint32_t flags;			/* PBITMAP_F_NO_LEARN, PBITMAP_F_LEARN_EVERY */
 	bool set_flags;			/* flags given: change them on a stamped file */
 	size_t xattr_max;		/* 0: default PB_XATTR_MAX_DEFAULT */
+	size_t plan_size;		/* bytes of the start-up plan area, ELF only */
+	bool set_plan;			/* plan_size given: change it on a stamped file */
 	const struct pb_record *carry;	/* generations to carry into the new record */
 };
 
@@ -154,6 +156,55 @@ int pb_record_from(struct pb_record *r, const void *buf, size_t size);
  * Pure function of its input: the fuzz target calls it on arbitrary bytes.
  */
 const char *pb_record_check(const void *buf, size_t size);
+/*
+ * Give @r a start-up plan area of @plan_size bytes (0: none), empty; the
+ * record becomes version 3 (version 2 without one).  Seals @r.
+ */
+int pb_record_set_plan_area(struct pb_record *r, size_t plan_size);
+/* The plan area of @r and its size in *@size (0: none). */
+unsigned char *pb_plan_area(const struct pb_record *r, size_t *size);
+/* ---- the start-up plan in the plan area (plan.c) ---- */
+
+/* Longest path in a plan, with its NUL: the kernel's PATH_MAX. */
+#define PB_PLAN_PATH_MAX	4096
+
+/* A range of a file in plan units (4 KiB). */
+struct pb_plan_range {
+	uint32_t start, nr;
+};
+
+/* A file to put in a plan: its identity and the ranges to read. */
+struct pb_plan_file_in {
+	const char *path;		/* absolute */
+	uint64_t ino, size;
+	uint32_t dev, generation;
+	const struct pb_plan_range *ranges;
+	size_t nr_ranges;
+};
+
+/* A checked plan, for reading (pointers into the area). */
+struct pb_plan_view {
+	uint32_t nr_files, nr_steps, used;
+	const struct pbitmap_plan_file *files;
+	const struct pbitmap_plan_step *steps;
+	const char *names;
+};
+
+/* NULL when the area holds a valid plan or none, else why not. */
+const char *pb_plan_check(const unsigned char *area, size_t size);
+bool pb_plan_empty(const unsigned char *area, size_t size);
+/* Copy @src's plan into @dst's area when it fits; @dst is not sealed. */
+void pb_plan_carry(struct pb_record *dst, const struct pb_record *src);
+/*
+ * Write a plan of @nr files into @area, their ranges in the order given.
+ * Returns 0, or PB_FAIL with errno ENOSPC (*@need: the size it takes) or
+ * E2BIG (more than the format holds).
+ */
+int pb_plan_build(unsigned char *area, size_t size, const struct pb_plan_file_in *in,
+		  size_t nr, size_t *need);
+/* Fill @v from a checked area: 1, or 0 when the plan is empty. */
+int pb_plan_read(const unsigned char *area, size_t size, struct pb_plan_view *v);
+
 /* Recompute the checksum after changing the record. */
 void pb_record_seal(struct pb_record *r);
 uint32_t pb_record_checksum(const void *buf, size_t size);

@@ -125,7 +125,7 @@ int pb_record_init(struct pb_record *r, uint64_t content_size,
 	r->size = size;
 	h = pb_hdr(r);
 	h->magic = htole32(PBITMAP_MAGIC);
-	h->version = htole16(PBITMAP_VERSION);
+	h->version = htole16(PBITMAP_VERSION_NO_PLAN);
 	h->header_size = htole16(sizeof(*h));
 	h->flags = htole32(flags);
 	h->nr_pages = htole64(nr_granules(content_size, page_shift));
@@ -199,7 +199,8 @@ const char *pb_record_check(const void *buf, size_t size)
 {
 	const struct pbitmap_header *h = buf;
 	uint64_t nr_pages, content_size, expect_pages;
-	uint32_t plane_size, flags;
+	uint32_t plane_size, flags, plan_size;
+	const char *why;
 	unsigned int shift;
 
 	if (size < sizeof(*h))
@@ -208,7 +209,8 @@ const char *pb_record_check(const void *buf, size_t size)
 		return "bad magic";
 	if (le16toh(h->version) == 1)
 		return "format version 1 (an earlier pbitmap): pbitmap add stamps it anew";
-	if (le16toh(h->version) != PBITMAP_VERSION)
+	if (le16toh(h->version) != PBITMAP_VERSION &&
+	    le16toh(h->version) != PBITMAP_VERSION_NO_PLAN)
 		return "unsupported version";
 	if (le16toh(h->header_size) != sizeof(*h))
 		return "bad header size";
@@ -231,6 +233,15 @@ const char *pb_record_check(const void *buf, size_t size)
 	for (size_t i = 0; i < sizeof(h->reserved) / sizeof(h->reserved[0]); i++)
 		if (h->reserved[i])
 			return "reserved fields not zero";
+	if (h->reserved1)
+		return "reserved fields not zero";
+	plan_size = le32toh(h->plan_size);
+	if (plan_size && le16toh(h->version) == PBITMAP_VERSION_NO_PLAN)
+		return "a plan in a version 2 record";
+	if (plan_size % PBITMAP_PLAN_ALIGN || plan_size > PBITMAP_PLAN_MAX_SIZE)
+		return "plan area size out of range";
+	if (plan_size && (flags & PBITMAP_F_XATTR))
+		return "a plan in a data file's record";
 	content_size = le64toh(h->content_size);
 	nr_pages = le64toh(h->nr_pages);
 	if (content_size == 0 || nr_pages == 0)
@@ -243,7 +254,7 @@ const char *pb_record_check(const void *buf, size_t size)
 	    plane_size != pb_plane_size(nr_pages))
 		return "plane size does not match page count";
 	if (size > PBITMAP_MAX_RECORD_SIZE ||
-	    size != sizeof(*h) + (size_t)plane_size * h->nr_planes)
+	    size != sizeof(*h) + (size_t)plane_size * h->nr_planes + plan_size)
 		return "record size does not match its geometry";
 	if (pb_record_checksum(buf, size) != le32toh(h->checksum))
 		return "checksum mismatch";
@@ -253,7 +264,39 @@ const char *pb_record_check(const void *buf, size_t size)
 		if (!plane_tail_clear(p, plane_size, nr_pages))
 			return "bits set past the last page";
 	}
-	return NULL;
+	why = pb_plan_check((const unsigned char *)buf + size - plan_size, plan_size);
+	return why;
+}
+
+int pb_record_set_plan_area(struct pb_record *r, size_t plan_size)
+{
+	struct pbitmap_header *h = pb_hdr(r);
+	size_t base = r->size - le32toh(h->plan_size);
+	unsigned char *buf;
+
+	if (plan_size % PBITMAP_PLAN_ALIGN || plan_size > PBITMAP_PLAN_MAX_SIZE ||
+	    base + plan_size > PBITMAP_MAX_RECORD_SIZE ||
+	    (plan_size && (le32toh(h->flags) & PBITMAP_F_XATTR))) {
+		errno = EINVAL;
+		return PB_FAIL;
+	}
+	buf = realloc(r->buf, base + plan_size ? base + plan_size : 1);
+	if (!buf)
+		return PB_FAIL;
+	r->buf = buf;
+	r->size = base + plan_size;
+	memset(r->buf + base, 0, plan_size);
+	h = pb_hdr(r);
+	h->plan_size = htole32((uint32_t)plan_size);
+	h->version = htole16(plan_size ? PBITMAP_VERSION : PBITMAP_VERSION_NO_PLAN);
+	pb_record_seal(r);
+	return 0;
+}
+
+unsigned char *pb_plan_area(const struct pb_record *r, size_t *size)
+{
+	*size = le32toh(pb_hdr(r)->plan_size);
+	return r->buf + r->size - *size;
 }
 
 unsigned char *pb_plane(const struct pb_record *r, unsigned int age)
@@ -320,6 +363,7 @@ void pb_record_carry(struct pb_record *dst, const struct pb_record *src)
 	}
 	dh->runs = sh->runs;
 	dh->last_update = sh->last_update;
+	pb_plan_carry(dst, src);
 	pb_record_seal(dst);
 }
 

@@ -159,6 +159,9 @@ int pb_xattr_stamp(struct pb_file *f, const struct pb_params *p)
 
 	if (size == 0)
 		return pb_error(f->path, "empty file: there are no pages to prefetch");
+	if (p->plan_size)
+		return pb_error(f->path, "not an ELF file: only an executable carries a start-up "
+				"plan (--plan-size)");
 	if (!shift)
 		shift = pb_xattr_page_shift(size, p->nr_planes, xattr_max);
 	if (!shift)

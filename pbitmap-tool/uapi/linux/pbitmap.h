@@ -7,7 +7,8 @@
  * The tool's docs/FORMAT.md explains every field.
  *
  * A record is a struct pbitmap_header followed by nr_planes bit-planes of
- * plane_size bytes each.  Every multi-byte field is little-endian.  Bit
+ * plane_size bytes each, then, in an executable's record of version 3,
+ * plan_size bytes holding its start-up plan (struct pbitmap_plan).  Every multi-byte field is little-endian.  Bit
  * (n % 8) of byte (n / 8) of a plane stands for granule n of the file,
  * i.e. bytes [n << page_shift, (n + 1) << page_shift).  A granule is
  * prefetched when it is set in at least @threshold planes.  Planes form a
@@ -15,7 +16,8 @@
  * before it (modulo nr_planes) the one before that, and so on.
  *
  * Once written, a record never changes size: learning rewrites only the
- * planes, @newest_plane, @runs, @last_update and @checksum in place.
+ * planes, the plan, @newest_plane, @runs, @last_update and @checksum in
+ * place.
  *
  * An ELF file's section holds the record twice, in two slots: slot 0 at
  * the section's start, slot 1 at the record's size rounded up to
@@ -34,7 +36,13 @@
 
 /* "PBMP" as bytes in the file. */
 #define PBITMAP_MAGIC			0x504d4250
-#define PBITMAP_VERSION			2
+#define PBITMAP_VERSION			3
+/*
+ * Version 2 is version 3 without a plan (@plan_size was reserved, zero).
+ * Both are read; a record without a plan area is written as version 2,
+ * so that readers of version 2 keep reading it.
+ */
+#define PBITMAP_VERSION_NO_PLAN		2
 
 /*
  * ELF executables and shared libraries carry the record in a
@@ -112,6 +120,10 @@
  *	slots; 0 in an xattr
  * @tail_size: ELF: bytes appended after @content_size (padding, record,
  *	.shstrtab copy, section header table); 0 in an xattr
+ * @plan_size: bytes of the start-up plan area after the planes, a
+ *	multiple of PBITMAP_PLAN_ALIGN; 0 in version 2, in an xattr, and
+ *	when the record has no plan area
+ * @reserved1: zero
  * @reserved: zero
  */
 struct pbitmap_header {
@@ -135,7 +147,9 @@ struct pbitmap_header {
 	__le16	reserved0;
 	__le64	record_offset;
 	__le64	tail_size;
-	__le64	reserved[5];
+	__le32	plan_size;
+	__le32	reserved1;
+	__le64	reserved[4];
 };
 
 /**
@@ -167,6 +181,87 @@ struct pbitmap_marker {
 	__le64	file_size;
 	__le32	checksum;
 	__le32	reserved;
+};
+
+/*
+ * The start-up plan of an executable: the files its start-up mapped
+ * (executable, interpreter, libraries, dlopen()ed modules, data files),
+ * each named by an absolute path and identified so that a replaced file
+ * is noticed, and the ranges of them it read, in the order it first
+ * touched them.  At exec the kernel reads the plan with the executable's
+ * record and submits every range in one batch, before the interpreter
+ * runs (Documentation/mm/pbitmap.rst, "Start-up plans").
+ *
+ * The plan area is a struct pbitmap_plan, @nr_files struct
+ * pbitmap_plan_file, @nr_steps struct pbitmap_plan_step, then
+ * @names_size bytes of NUL-terminated paths; @used bytes in all, the rest
+ * of the area zero.  An area of zeros is an empty plan.  The record's
+ * checksum covers the plan.
+ */
+#define PBITMAP_PLAN_MAGIC		0x4c504250	/* "PBPL" */
+#define PBITMAP_PLAN_ALIGN		8
+/* Largest plan area; 256 KiB holds over 1,000 files and 10,000 ranges. */
+#define PBITMAP_PLAN_MAX_SIZE		(256U << 10)
+#define PBITMAP_PLAN_MAX_FILES		1024
+/* Ranges are in units of 4 KiB, whatever the record's granule. */
+#define PBITMAP_PLAN_UNIT_SHIFT		12
+
+/**
+ * struct pbitmap_plan - head of a start-up plan (32 bytes)
+ * @magic: PBITMAP_PLAN_MAGIC
+ * @used: bytes of the plan: this head, the files, the steps and the names
+ * @nr_files: entries of the file table, at most PBITMAP_PLAN_MAX_FILES
+ * @reserved0: zero
+ * @nr_steps: ranges, in the order they are read
+ * @names_size: bytes of the paths, the last one NUL
+ * @reserved: zero
+ */
+struct pbitmap_plan {
+	__le32	magic;
+	__le32	used;
+	__le16	nr_files;
+	__le16	reserved0;
+	__le32	nr_steps;
+	__le32	names_size;
+	__le32	reserved[3];
+};
+
+/**
+ * struct pbitmap_plan_file - a file of the plan and what it was (32 bytes)
+ * @ino: inode number
+ * @size: file size in bytes
+ * @dev: device, as st_dev encodes it (major < 4096: (major << 8) |
+ *	(minor & 0xff) | ((minor & ~0xff) << 12))
+ * @generation: the inode's generation (FS_IOC_GETVERSION), 0 when the
+ *	filesystem has none
+ * @name: offset in the names of its absolute path, at most PATH_MAX
+ *	bytes with the NUL
+ * @reserved: zero
+ *
+ * A file whose path leads to another inode, device, generation or size
+ * than these is skipped: it was replaced since the plan was written.
+ */
+struct pbitmap_plan_file {
+	__le64	ino;
+	__le64	size;
+	__le32	dev;
+	__le32	generation;
+	__le32	name;
+	__le32	reserved;
+};
+
+/**
+ * struct pbitmap_plan_step - a range of one file (12 bytes)
+ * @start: first 4 KiB unit
+ * @nr: units, at least 1; the range ends within the file's @size
+ * @file: index in the file table
+ * @reserved: zero
+ */
+struct pbitmap_plan_step {
+	__le32	start;
+	__le32	nr;
+	__le16	file;
+	__le16	reserved;
 };
 
 #endif /* _UAPI_LINUX_PBITMAP_H */

@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The start-up plan in a record's plan area (include/uapi/linux/pbitmap.h,
+ * docs/FORMAT.md "Start-up plan"): checking one, as the kernel does,
+ * carrying one into a re-stamped record, and building one.  Nothing here
+ * touches files.
+ */
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pbitmap.h"
+
+#define UNIT	(UINT64_C(1) << PBITMAP_PLAN_UNIT_SHIFT)
+
+static size_t plan_bytes(uint64_t nr_files, uint64_t nr_steps, uint64_t names)
+{
+	uint64_t n = sizeof(struct pbitmap_plan) +
+		     nr_files * sizeof(struct pbitmap_plan_file) +
+		     nr_steps * sizeof(struct pbitmap_plan_step) + names;
+
+	return n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n;
+}
+
+static bool all_zero(const unsigned char *p, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (p[i])
+			return false;
+	return true;
+}
+
+bool pb_plan_empty(const unsigned char *area, size_t size)
+{
+	return size < sizeof(struct pbitmap_plan) ||
+	       !((const struct pbitmap_plan *)area)->magic;
+}
+
+const char *pb_plan_check(const unsigned char *area, size_t size)
+{
+	const struct pbitmap_plan *p = (const void *)area;
+	const struct pbitmap_plan_file *files;
+	const struct pbitmap_plan_step *steps;
+	const char *names;
+	uint32_t nr_files, nr_steps, names_size, used;
+
+	if (!size)
+		return NULL;
+	if (size < sizeof(*p))
+		return "plan area smaller than a plan";
+	if (!p->magic)
+		return all_zero(area, size) ? NULL : "empty plan area not zero";
+	if (le32toh(p->magic) != PBITMAP_PLAN_MAGIC)
+		return "bad plan magic";
+	if (p->reserved0 || !all_zero((const void *)p->reserved, sizeof(p->reserved)))
+		return "plan: reserved fields not zero";
+	nr_files = le16toh(p->nr_files);
+	nr_steps = le32toh(p->nr_steps);
+	names_size = le32toh(p->names_size);
+	used = le32toh(p->used);
+	if (!nr_files || nr_files > PBITMAP_PLAN_MAX_FILES)
+		return "plan: number of files out of range";
+	if (used > size || used != plan_bytes(nr_files, nr_steps, names_size))
+		return "plan: size does not match its tables";
+	if (!all_zero(area + used, size - used))
+		return "plan: bytes past its end not zero";
+	files = (const void *)(p + 1);
+	steps = (const void *)(files + nr_files);
+	names = (const char *)(steps + nr_steps);
+	if (!names_size || names[names_size - 1])
+		return "plan: names not terminated";
+	for (uint32_t i = 0; i < nr_files; i++) {
+		uint32_t at = le32toh(files[i].name);
+
+		if (files[i].reserved)
+			return "plan: reserved fields not zero";
+		if (at >= names_size || names[at] != '/')
+			return "plan: a file name is not an absolute path";
+		if (strlen(names + at) >= PB_PLAN_PATH_MAX)
+			return "plan: a file name is too long";
+	}
+	for (uint32_t i = 0; i < nr_steps; i++) {
+		uint32_t file = le16toh(steps[i].file);
+		uint64_t start = le32toh(steps[i].start), nr = le32toh(steps[i].nr);
+
+		if (steps[i].reserved)
+			return "plan: reserved fields not zero";
+		if (file >= nr_files)
+			return "plan: a range names no file";
+		if (!nr || start + nr > (le64toh(files[file].size) + UNIT - 1) / UNIT)
+			return "plan: a range is empty or past its file's end";
+	}
+	return NULL;
+}
+
+void pb_plan_carry(struct pb_record *dst, const struct pb_record *src)
+{
+	size_t dsize, ssize;
+	unsigned char *to = pb_plan_area(dst, &dsize);
+	const unsigned char *from = pb_plan_area(src, &ssize);
+
+	if (!dsize || pb_plan_empty(from, ssize) || pb_plan_check(from, ssize))
+		return;
+	if (le32toh(((const struct pbitmap_plan *)from)->used) <= dsize) {
+		memset(to, 0, dsize);
+		memcpy(to, from, le32toh(((const struct pbitmap_plan *)from)->used));
+	}
+}
+
+int pb_plan_build(unsigned char *area, size_t size, const struct pb_plan_file_in *in,
+		  size_t nr, size_t *need)
+{
+	struct pbitmap_plan *p = (void *)area;
+	struct pbitmap_plan_file *files;
+	struct pbitmap_plan_step *steps;
+	size_t nr_steps = 0, names = 0, k = 0, at = 0;
+	char *name;
+
+	for (size_t i = 0; i < nr; i++) {
+		nr_steps += in[i].nr_ranges;
+		names += strlen(in[i].path) + 1;
+	}
+	*need = plan_bytes(nr, nr_steps, names);
+	if (!nr || nr > PBITMAP_PLAN_MAX_FILES || nr_steps > UINT32_MAX ||
+	    names > UINT32_MAX) {
+		errno = E2BIG;
+		return PB_FAIL;
+	}
+	if (*need > size) {
+		errno = ENOSPC;
+		return PB_FAIL;
+	}
+	memset(area, 0, size);
+	p->magic = htole32(PBITMAP_PLAN_MAGIC);
+	p->used = htole32((uint32_t)*need);
+	p->nr_files = htole16((uint16_t)nr);
+	p->nr_steps = htole32((uint32_t)nr_steps);
+	p->names_size = htole32((uint32_t)names);
+	files = (void *)(p + 1);
+	steps = (void *)(files + nr);
+	name = (char *)(steps + nr_steps);
+	for (size_t i = 0; i < nr; i++) {
+		size_t len = strlen(in[i].path) + 1;
+
+		files[i].ino = htole64(in[i].ino);
+		files[i].size = htole64(in[i].size);
+		files[i].dev = htole32(in[i].dev);
+		files[i].generation = htole32(in[i].generation);
+		files[i].name = htole32((uint32_t)at);
+		memcpy(name + at, in[i].path, len);
+		at += len;
+	}
+	/* In the order given: the caller's order is the order of first touch. */
+	for (size_t i = 0; i < nr; i++)
+		for (size_t j = 0; j < in[i].nr_ranges; j++, k++) {
+			steps[k].start = htole32(in[i].ranges[j].start);
+			steps[k].nr = htole32(in[i].ranges[j].nr);
+			steps[k].file = htole16((uint16_t)i);
+		}
+	return 0;
+}
+
+int pb_plan_read(const unsigned char *area, size_t size, struct pb_plan_view *v)
+{
+	const struct pbitmap_plan *p = (const void *)area;
+
+	memset(v, 0, sizeof(*v));
+	if (!size || pb_plan_empty(area, size))
+		return 0;
+	v->nr_files = le16toh(p->nr_files);
+	v->nr_steps = le32toh(p->nr_steps);
+	v->used = le32toh(p->used);
+	v->files = (const void *)(p + 1);
+	v->steps = (const void *)(v->files + v->nr_files);
+	v->names = (const char *)(v->steps + v->nr_steps);
+	return 1;
+}

@@ -1,0 +1,159 @@
+#!/bin/bash
+# t-plan: an executable's start-up plan (docs/FORMAT.md, "Start-up plan"):
+# the files its start-up maps, each with its identity and ranges, in the
+# order they are read, kept in a plan area at the end of its record.
+#
+# Asserted, with the plan parsed independently (tests/elfcheck.py plan):
+#   - add --plan-size 16K makes a version 3 record with a 16384-byte empty
+#     plan area (the stamp checked byte by byte); without it, version 2;
+#   - plan PROGRAM LIB DATA: the files in the order given, LIB with the
+#     ranges its bitmap marks, DATA (no bitmap) whole; dev, inode and size
+#     as stat says; show and verify list them;
+#   - a file replaced since (a new inode at its path): verify says so and
+#     still exits 0 (the kernel skips it, the plan is not wrong);
+#   - a plan too large for the area, a program without a plan area, a data
+#     file given --plan-size: exit 1, a message that says what to do, the
+#     program unchanged;
+#   - a re-stamp (-g 2) carries the plan; --clear empties it; strip gives
+#     the original bytes;
+#   - a plan whose step names a file past the table, sealed with a right
+#     checksum: verify exits 1 naming it; so does an unterminated name;
+#   - usage errors exit 2.
+
+source "$(dirname "$0")/../lib.sh"
+need python3 cmp stat
+ELFCHECK="python3 $TOP/tests/elfcheck.py"
+
+d=$(tmpdir)
+cp /usr/bin/ls "$d/prog"
+cp /usr/bin/ls "$d/orig"
+lib=$(ldd /usr/bin/ls | awk '/libselinux/ { print $3 }')
+[[ -f $lib ]] || fail "ls is not linked with libselinux here: $(ldd /usr/bin/ls)"
+cp "$lib" "$d/lib.so"
+head -c 10000 /dev/urandom >"$d/data"
+
+expect_status 0 "$PBITMAP" add "$d/lib.so"
+expect_status 0 "$PBITMAP" set --pages 0-3,9 "$d/lib.so"
+cp /usr/bin/ls "$d/plain"
+expect_status 0 "$PBITMAP" add "$d/plain"
+$ELFCHECK header "$d/plain" | grep -qx 'version=2' || fail "a record without a plan area is not version 2"
+
+expect_status 0 "$PBITMAP" add --plan-size 16K "$d/prog"
+$ELFCHECK stamp "$d/orig" "$d/prog" >/dev/null || fail "add --plan-size: $($ELFCHECK stamp "$d/orig" "$d/prog" 2>&1)"
+$ELFCHECK header "$d/prog" | grep -qx 'version=3' || fail "a record with a plan area is not version 3"
+$ELFCHECK header "$d/prog" | grep -qx 'plan_size=16384' || fail "plan_size is not 16384"
+expect_status 0 "$PBITMAP" show "$d/prog"
+grep -q 'plan *empty (16384 bytes of room)' "$OUT" || fail "show does not say the plan is empty: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" verify "$d/prog"
+grep -q 'an empty plan' "$OUT" || fail "verify: $(cat "$OUT")"
+pass "add --plan-size: a version 3 record with an empty 16384-byte plan area"
+
+expect_status 0 "$PBITMAP" plan "$d/prog" "$d/lib.so" "$d/data"
+$ELFCHECK plan "$d/prog" >"$d/plan.txt" || fail "elfcheck plan: $(cat "$d/plan.txt")"
+lib_real=$(realpath "$d/lib.so") data_real=$(realpath "$d/data")
+want="file 0 $lib_real $(stat -c '%i %s' "$lib_real") $(stat -c '%d' "$lib_real") "
+[[ $(sed -n 1p "$d/plan.txt") == "$want"* ]] || fail "file 0: $(sed -n 1p "$d/plan.txt"), want $want..."
+want="file 1 $data_real $(stat -c '%i %s %d' "$data_real") 0"
+# Generation: what FS_IOC_GETVERSION says (lsattr -v), 0 where there is none.
+gen=$(lsattr -v "$data_real" 2>/dev/null | awk '{ print $1 }')
+[[ -n $gen ]] && want="file 1 $data_real $(stat -c '%i %s %d' "$data_real") $gen"
+[[ $(sed -n 2p "$d/plan.txt") == "$want" ]] || fail "file 1: $(sed -n 2p "$d/plan.txt"), want $want"
+steps=$(grep '^step' "$d/plan.txt" | tr '\n' ';')
+[[ $steps == "step $lib_real 0 4;step $lib_real 9 1;step $data_real 0 3;" ]] ||
+	fail "steps: $steps"
+expect_status 0 "$PBITMAP" show "$d/prog"
+grep -q 'plan *2 files, 3 ranges, 32 KiB' "$OUT" || fail "show: $(cat "$OUT")"
+grep -q "20 KiB  $lib_real\$" "$OUT" || fail "show does not list the library: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" verify "$d/prog"
+grep -q 'a plan of 2 files$' "$OUT" || fail "verify: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" show --json "$d/prog"
+python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))[0]["plan"]
+assert [f["state"] for f in p["files"]] == ["current", "current"], p
+assert p["steps"] == [[0, 0, 4], [0, 9, 1], [1, 0, 3]], p["steps"]
+' "$OUT" || fail "show --json: $(cat "$OUT")"
+pass "plan: the files in order, marked ranges and a whole unstamped file, identities as stat says"
+
+cp "$d/data" "$d/data.new" && mv "$d/data.new" "$d/data"
+expect_status 0 "$PBITMAP" verify "$d/prog"
+grep -q 'a plan of 2 files (1 replaced since: the kernel skips them)' "$OUT" || fail "verify: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" show "$d/prog"
+grep -q "$data_real (replaced)" "$OUT" || fail "show: $(cat "$OUT")"
+pass "a file replaced since the plan: verify and show say so, exit 0"
+
+big=()
+for i in $(seq 1 40); do
+	big+=("$d/lib.so")
+done
+snapshot "$d/prog"
+expect_status 1 "$PBITMAP" plan "$d/prog" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}"
+grep -q 'the plan takes [0-9]* bytes, its area has 16384: stamp it again with a larger --plan-size' "$ERR" ||
+	fail "a plan too large: $(cat "$ERR")"
+assert_unchanged "$d/prog" "plan too large"
+snapshot "$d/plain"
+expect_status 1 "$PBITMAP" plan "$d/plain" "$d/lib.so"
+grep -q "no room for a plan: stamp it with 'pbitmap add --plan-size SIZE" "$ERR" || fail "no plan area: $(cat "$ERR")"
+assert_unchanged "$d/plain" "no plan area"
+snapshot "$d/data"
+expect_status 1 "$PBITMAP" add --plan-size 4K "$d/data"
+grep -q 'only an executable carries a start-up plan' "$ERR" || fail "data file: $(cat "$ERR")"
+assert_unchanged "$d/data" "data file with --plan-size"
+pass "too large, no plan area, a data file: exit 1, what to do, nothing changed"
+
+cp "$d/data" "$d/data2"
+expect_status 0 "$PBITMAP" plan "$d/prog" "$d/lib.so" "$d/data2"
+$ELFCHECK plan "$d/prog" >"$d/before.txt" || fail "elfcheck plan"
+expect_status 0 "$PBITMAP" add -g 2 "$d/prog"
+$ELFCHECK plan "$d/prog" >"$d/after.txt" || fail "elfcheck plan after re-stamp"
+cmp -s "$d/before.txt" "$d/after.txt" || fail "re-stamp lost the plan: $(diff "$d/before.txt" "$d/after.txt")"
+expect_status 0 "$PBITMAP" plan --clear "$d/prog"
+expect_status 0 "$PBITMAP" show "$d/prog"
+grep -q 'plan *empty' "$OUT" || fail "--clear: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" strip "$d/prog"
+assert_cmp "$d/prog" "$d/orig"
+pass "a re-stamp carries the plan, --clear empties it, strip gives the original"
+
+# corrupt FILE WHAT: rewrite both slots' plan as a buggy or hostile writer
+# would, with a right checksum, so that only the plan checks can refuse it.
+corrupt() {
+	python3 - "$1" "$2" "$TOP/tests" <<'EOF'
+import struct, sys, zlib
+sys.path.insert(0, sys.argv[3])
+import elfcheck as ec
+path, what = sys.argv[1], sys.argv[2]
+data = bytearray(open(path, "rb").read())
+_, pb = ec.record_of(ec.Elf(bytes(data)))
+size, offs = ec.slots_of(bytes(data), pb["offset"], pb["size"])
+for at in offs:
+    h = ec.header_at(bytes(data), at)
+    plan = at + size - h["plan_size"]
+    nr_files = struct.unpack_from("<H", data, plan + 8)[0]
+    if what == "step-file":
+        struct.pack_into("<H", data, plan + 32 + 32 * nr_files + 8, nr_files)
+    else:
+        used = struct.unpack_from("<I", data, plan + 4)[0]
+        data[plan + used - 1] = ord("x")
+    struct.pack_into("<I", data, at + 8, 0)
+    struct.pack_into("<I", data, at + 8, zlib.crc32(bytes(data[at:at + size])))
+open(path, "wb").write(data)
+EOF
+}
+for what in step-file name; do
+	cp /usr/bin/ls "$d/bad"
+	expect_status 0 "$PBITMAP" add --plan-size 4K "$d/bad"
+	expect_status 0 "$PBITMAP" plan "$d/bad" "$d/lib.so"
+	corrupt "$d/bad" "$what" || fail "cannot corrupt the plan"
+	expect_status 1 "$PBITMAP" verify "$d/bad"
+	case $what in
+	step-file) grep -q 'plan: a range names no file' "$ERR" || fail "$what: $(cat "$ERR")" ;;
+	name) grep -q 'plan: names not terminated' "$ERR" || fail "$what: $(cat "$ERR")" ;;
+	esac
+done
+pass "a plan naming no file, an unterminated name: verify exits 1 and says which"
+
+expect_status 2 "$PBITMAP" plan "$d/prog"
+expect_status 2 "$PBITMAP" plan --clear "$d/prog" "$d/lib.so"
+expect_status 2 "$PBITMAP" add --plan-size 12 "$d/prog"
+expect_status 2 "$PBITMAP" add --plan-size 1M "$d/prog"
+pass "usage errors: exit 2"
