@@ -7,8 +7,12 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "pbitmap.h"
 #include "cli.h"
@@ -105,6 +109,20 @@ static void print_marker(const struct pb_file *f)
 	}
 }
 
+/* The inode's generation, as the kernel compares it; 0 where there is none. */
+static uint32_t plan_generation(const char *path)
+{
+	unsigned int gen = 0;
+	int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen))
+		gen = 0;
+	close(fd);
+	return gen;
+}
+
 /*
  * The identity of a plan's file against what its path leads to now:
  * "" when the same, else why the kernel would skip it.
@@ -120,6 +138,8 @@ static const char *plan_file_state(const struct pbitmap_plan_file *pf, const cha
 		return "replaced";
 	if ((uint64_t)st.st_size != le64toh(pf->size))
 		return "size changed";
+	if (plan_generation(path) != le32toh(pf->generation))
+		return "replaced";
 	return "";
 }
 
