@@ -4,7 +4,7 @@
 # them into modules/ beside the tests) and loaded here, in the kernel the
 # other tests run, with vm.pbitmap_enabled=0 (the cache suite uses the live
 # record cache).  KUnit prints TAP to the kernel log; this test fails unless
-# the three suites (pbitmap-record, pbitmap-extent, pbitmap-cache) report
+# the four suites (pbitmap-record, pbitmap-extent, pbitmap-cache, pbitmap-plan) report
 # "ok", no case reports "not ok", and at least the cases listed below ran.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +25,10 @@ if grep -q 'not ok' <<<"$tap"; then
 	grep -E 'Expected|not ok|ASSERT|EXPECT|at mm/' <<<"$log" | head -n 40
 	fail "KUnit reports failures"
 fi
-for suite in pbitmap-record pbitmap-extent pbitmap-cache; do
+for suite in pbitmap-record pbitmap-extent pbitmap-cache pbitmap-plan; do
 	grep -qE "^ok [0-9]+ $suite\$" <<<"$tap" || fail "suite $suite did not report ok"
 done
 cases=$(grep -cE '^ *ok [0-9]+ pbitmap_test_' <<<"$tap" || true)
-# 7 record, 5 extent and 7 cache cases (mm/pbitmap/tests/*-kunit.h).
-((cases >= 19)) || fail "only $cases test cases reported ok, expected 19"
-echo "PASS: $cases KUnit cases in 3 suites"
+# 7 record, 5 extent, 7 cache and 4 plan cases (mm/pbitmap/tests/*-kunit.h).
+((cases >= 23)) || fail "only $cases test cases reported ok, expected 23"
+echo "PASS: $cases KUnit cases in 4 suites"

@@ -8,12 +8,13 @@
  *
  * A record is a struct pbitmap_header followed by nr_planes bit-planes of
  * plane_size bytes each, then, in an executable's record of version 3,
- * plan_size bytes holding its start-up plan (struct pbitmap_plan).  Every multi-byte field is little-endian.  Bit
- * (n % 8) of byte (n / 8) of a plane stands for granule n of the file,
- * i.e. bytes [n << page_shift, (n + 1) << page_shift).  A granule is
- * prefetched when it is set in at least @threshold planes.  Planes form a
- * ring of generations: @newest_plane holds the newest one, the plane
- * before it (modulo nr_planes) the one before that, and so on.
+ * plan_size bytes holding its start-up plan (struct pbitmap_plan).  Every
+ * multi-byte field is little-endian.  Bit (n % 8) of byte (n / 8) of a
+ * plane stands for granule n of the file, i.e. bytes [n << page_shift,
+ * (n + 1) << page_shift).  A granule is prefetched when it is set in at
+ * least @threshold planes.  Planes form a ring of generations:
+ * @newest_plane holds the newest one, the plane before it (modulo
+ * nr_planes) the one before that, and so on.
  *
  * Once written, a record never changes size: learning rewrites only the
  * planes, the plan, @newest_plane, @runs, @last_update and @checksum in

@@ -1,0 +1,228 @@
+#!/usr/bin/env python3
+"""Make variants of a stamped program's start-up plan, for the kernel's plan checks.
+
+  craft-plan.py PROGRAM OUTDIR FIFO DIR DENIED
+                              writes OUTDIR/NAME for every case below and prints
+                              "NAME EXPECT" lines, EXPECT being what the kernel should
+                              count: reject_<reason> (the plan refused at parse,
+                              pbitmap_plan_reject_<reason>), skip_<reason> (run, a file
+                              skipped, pbitmap_plan_skip_<reason>), or ok (run, nothing
+                              skipped)
+
+PROGRAM must carry a plan area holding a plan of at least two files (pbitmap add
+--plan-size, pbitmap plan).  FIFO is a named pipe, DIR a directory and DENIED a file
+the user who runs the variants cannot reach; all three paths must be shorter than the
+plan's first file's path.  Only the plan area of the record changes, in both slots,
+with the record's CRC recomputed, so that each case reaches the plan check it is meant
+for; the program's bytes and its marker stay as they are.  A plan the kernel refuses
+leaves the record's bitmap in use, and a file it skips is read at its own mmap: every
+variant must run and print what the original prints.
+"""
+import os
+import struct
+import sys
+
+from craft import Image  # the .pbitmap section and its slots (craft.py, beside this file)
+
+PLAN = struct.Struct("<IIHHII12s")
+FILE = struct.Struct("<QQIIII")
+STEP = struct.Struct("<IIHH")
+MAGIC = 0x4C504250
+
+
+class Plan:
+    """The plan of the current slot, as fields, and its area."""
+
+    def __init__(self, img):
+        self.img = img
+        self.area_size = struct.unpack_from("<I", img.data, img.rec_off + 88)[0]
+        if not self.area_size:
+            sys.exit("craft-plan.py: no plan area (pbitmap add --plan-size)")
+        self.area_at = [at + img.rec_size - self.area_size for at in img.slots]
+        a = bytes(img.data[self.area_at[0]:self.area_at[0] + self.area_size])
+        magic, used, nr_files, _, nr_steps, names_size, _ = PLAN.unpack_from(a, 0)
+        if magic != MAGIC or nr_files < 2:
+            sys.exit("craft-plan.py: the plan area holds no plan of two files")
+        self.files = []
+        names_at = PLAN.size + nr_files * FILE.size + nr_steps * STEP.size
+        for i in range(nr_files):
+            ino, size, dev, gen, name, _ = FILE.unpack_from(a, PLAN.size + i * FILE.size)
+            end = a.index(0, names_at + name)
+            self.files.append(dict(ino=ino, size=size, dev=dev, gen=gen,
+                                   path=a[names_at + name:end].decode()))
+        self.steps = []     # (file, start, nr)
+        for i in range(nr_steps):
+            start, nr, file, _ = STEP.unpack_from(a, PLAN.size + nr_files * FILE.size + i * STEP.size)
+            self.steps.append((file, start, nr))
+
+    def pack(self, files=None, steps=None):
+        """A well-formed plan of these files and (file, start, nr) steps."""
+        files = self.files if files is None else files
+        steps = self.steps if steps is None else steps
+        names, offsets = b"", []
+        for f in files:
+            offsets.append(len(names))
+            names += f["path"].encode() + b"\0"
+        out = bytearray(PLAN.pack(MAGIC, 0, len(files), 0, len(steps), len(names), bytes(12)))
+        for f, off in zip(files, offsets):
+            out += FILE.pack(f["ino"], f["size"], f["dev"], f["gen"], off, 0)
+        for s in steps:
+            out += STEP.pack(s[1], s[2], s[0], 0)
+        out += names
+        struct.pack_into("<I", out, 4, len(out))
+        return out
+
+    def write(self, raw):
+        if len(raw) > self.area_size:
+            sys.exit("craft-plan.py: a case does not fit the plan area (%d > %d)"
+                     % (len(raw), self.area_size))
+        raw = bytes(raw) + bytes(self.area_size - len(raw))
+        for at in self.area_at:
+            self.img.data[at:at + self.area_size] = raw
+        self.img.reseal()
+
+
+def poke(fmt, off, value):
+    """Overwrite one field of the packed plan."""
+    def edit(p, raw):
+        struct.pack_into(fmt, raw, off(p) if callable(off) else off, value(p) if callable(value) else value)
+        return raw
+    return edit
+
+
+def files_at(p):
+    return PLAN.size
+
+
+def steps_at(p):
+    return PLAN.size + len(p.files) * FILE.size
+
+
+def names_at(p):
+    return steps_at(p) + len(p.steps) * STEP.size
+
+
+def with_file(i, **changes):
+    def edit(p, raw):
+        files = [dict(f) for f in p.files]
+        for k, v in changes.items():
+            files[i][k] = v(files[i]) if callable(v) else v
+        return p.pack(files=files)
+    return edit
+
+
+def with_steps(fn):
+    def edit(p, raw):
+        return p.pack(steps=fn(p))
+    return edit
+
+
+def raw_edit(fn):
+    def edit(p, raw):
+        fn(p, raw)
+        return raw
+    return edit
+
+
+def cases(fifo, directory, denied):
+    used = lambda p: len(p.pack())  # noqa: E731
+    return [
+        ("sound", None, "ok"),
+        # The head.
+        ("magic", poke("<I", 0, 0x504D4250), "reject_header"),
+        ("zero-magic-rest-set", poke("<I", 0, 0), "reject_header"),
+        ("used-plus-1", poke("<I", 4, lambda p: used(p) + 1), "reject_header"),
+        ("used-minus-1", poke("<I", 4, lambda p: used(p) - 1), "reject_header"),
+        ("used-zero", poke("<I", 4, 0), "reject_header"),
+        ("used-past-area", poke("<I", 4, lambda p: p.area_size + 8), "reject_header"),
+        ("used-max", poke("<I", 4, 0xFFFFFFFF), "reject_header"),
+        ("no-files", poke("<H", 8, 0), "reject_header"),
+        ("files-plus-1", poke("<H", 8, lambda p: len(p.files) + 1), "reject_header"),
+        ("files-1025", poke("<H", 8, 1025), "reject_header"),
+        ("files-max", poke("<H", 8, 0xFFFF), "reject_header"),
+        ("reserved0", poke("<H", 10, 1), "reject_header"),
+        ("steps-plus-1", poke("<I", 12, lambda p: len(p.steps) + 1), "reject_header"),
+        ("steps-max", poke("<I", 12, 0xFFFFFFFF), "reject_header"),
+        ("steps-wrap", poke("<I", 12, 0x15555556), "reject_header"),
+        ("names-zero", poke("<I", 16, 0), "reject_header"),
+        ("names-minus-1", poke("<I", 16, lambda p: len(p.pack()) - names_at(p) - 1), "reject_header"),
+        ("names-max", poke("<I", 16, 0xFFFFFFFF), "reject_header"),
+        ("reserved-0", poke("<I", 20, 1), "reject_header"),
+        ("reserved-1", poke("<I", 24, 1), "reject_header"),
+        ("reserved-2", poke("<I", 28, 0x80000000), "reject_header"),
+        ("byte-after-used", raw_edit(lambda p, r: r.extend(b"\x01")), "reject_header"),
+        # The file table.
+        ("file-reserved", poke("<I", lambda p: files_at(p) + 28, 1), "reject_files"),
+        ("file1-reserved", poke("<I", lambda p: files_at(p) + FILE.size + 28, 0xFFFFFFFF),
+         "reject_files"),
+        # The names.
+        ("name-past-names", poke("<I", lambda p: files_at(p) + 24,
+                                 lambda p: len(p.pack()) - names_at(p)), "reject_names"),
+        ("name-max", poke("<I", lambda p: files_at(p) + 24, 0xFFFFFFFF), "reject_names"),
+        ("name-relative", with_file(0, path=lambda f: f["path"][1:]), "reject_names"),
+        ("name-mid-path", poke("<I", lambda p: files_at(p) + 24, 1), "reject_names"),
+        ("name-unterminated", raw_edit(lambda p, r: r.__setitem__(len(r) - 1, ord("x"))),
+         "reject_names"),
+        ("name-empty", with_file(1, path=""), "reject_names"),
+        ("name-too-long", with_file(1, path="/" + "x" * 4096), "reject_names"),
+        # The steps.
+        ("step-no-file", poke("<H", lambda p: steps_at(p) + 8, lambda p: len(p.files)),
+         "reject_steps"),
+        ("step-file-max", poke("<H", lambda p: steps_at(p) + 8, 0xFFFF), "reject_steps"),
+        ("step-empty", poke("<I", lambda p: steps_at(p) + 4, 0), "reject_steps"),
+        ("step-past-end", with_steps(lambda p: p.steps + [(0, (p.files[0]["size"] + 4095) // 4096, 1)]),
+         "reject_steps"),
+        ("step-one-too-long", with_steps(lambda p: p.steps + [(0, 0, (p.files[0]["size"] + 4095) // 4096 + 1)]),
+         "reject_steps"),
+        ("step-wraps", with_steps(lambda p: p.steps + [(0, 0xFFFFFFFF, 0xFFFFFFFF)]), "reject_steps"),
+        ("step-reserved", poke("<H", lambda p: steps_at(p) + 10, 1), "reject_steps"),
+        # Well-formed, but the path leads elsewhere: skipped before anything is opened.
+        ("ino", with_file(0, ino=lambda f: f["ino"] + 1), "skip_changed"),
+        ("dev", with_file(0, dev=lambda f: f["dev"] ^ 1), "skip_changed"),
+        ("generation", with_file(0, gen=lambda f: f["gen"] ^ 1), "skip_changed"),
+        ("size", with_file(0, size=lambda f: f["size"] + 4096), "skip_changed"),
+        ("missing", with_file(0, path=lambda f: f["path"] + ".gone"), "skip_changed"),
+        ("fifo", with_file(0, path=fifo), "skip_changed"),
+        ("directory", with_file(0, path=directory), "skip_changed"),
+        ("dev-zero", with_file(0, path="/dev/zero"), "skip_changed"),
+        ("proc-self-exe", with_file(0, path="/proc/self/exe"), "skip_changed"),
+        ("not-a-dir", with_file(0, path=lambda f: f["path"] + "/x"), "skip_changed"),
+        # The task may not reach it.
+        ("denied", with_file(0, path=denied), "skip_denied"),
+        # Well-formed and reachable.
+        ("dot-dot", with_file(0, path=lambda f: os.path.dirname(f["path"]) + "/../" +
+                              os.path.basename(os.path.dirname(f["path"])) + "/" +
+                              os.path.basename(f["path"])), "ok"),
+        ("reversed", with_steps(lambda p: list(reversed(p.steps))), "ok"),
+        ("whole-files", with_steps(lambda p: [(i, 0, (f["size"] + 4095) // 4096)
+                                              for i, f in enumerate(p.files)]), "ok"),
+        ("same-file-twice", lambda p, raw: p.pack(files=p.files + [p.files[0]],
+                                                  steps=p.steps + [(len(p.files), 0, 1)]), "ok"),
+        ("no-steps", with_steps(lambda p: []), "ok"),
+    ]
+
+
+def main(argv):
+    if len(argv) != 6:
+        sys.exit(__doc__)
+    src, outdir, fifo, directory, denied = argv[1:]
+    original = open(src, "rb").read()
+    marker = os.getxattr(src, "user.pbitmap")
+    os.makedirs(outdir, exist_ok=True)
+    for name, edit, expect in cases(fifo, directory, denied):
+        img = Image(original)
+        p = Plan(img)
+        raw = p.pack()
+        if edit:
+            raw = edit(p, raw)
+        p.write(raw)
+        path = os.path.join(outdir, name)
+        with open(path, "wb") as f:
+            f.write(img.data)
+        os.chmod(path, 0o755)
+        os.setxattr(path, "user.pbitmap", marker)
+        print(name, expect)
+
+
+if __name__ == "__main__":
+    main(sys.argv)

@@ -1,0 +1,208 @@
+#!/bin/bash
+# Guest test: an executable's start-up plan (Documentation/mm/pbitmap.rst,
+# "Start-up plans"), read at exec with its record and submitted in one batch.
+#
+# Built in the guest: prog, a small program linked (absolute RUNPATH) with
+# libbig.so, a private library of 2 MiB, which dlopen()s mod.so (2 MiB) by
+# its absolute path and touches scattered pages of both; and reach.so, a
+# module in a directory only root may search.  The libraries are stamped
+# and marked with exactly the pages one cold run faults (ground_truth.py);
+# prog gets a plan area and `pbitmap plan prog libbig.so mod.so`.
+#
+# Asserted, from /proc/vmstat deltas of single cold starts:
+#   - plan: one plan run, both files opened, no skip, no rejection; one
+#     record read in all (the executable's: pbitmap_cache_miss 1), the
+#     libraries' mappings covered by the plan instead (pbitmap_plan_covered
+#     at least 2) and not looked up; the same output as without pbitmap;
+#   - plan against per-file records (a copy of prog without a plan) and
+#     off, medians of RUNS (default 3) cold starts, order rotated: fewer
+#     read requests with the plan than with records, which read each
+#     library's record at mmap ("records read": cache misses less
+#     unstamped files);
+#   - a library replaced after the plan was written (a new inode, its
+#     record copied along): skipped and counted (pbitmap_plan_skip_changed
+#     1), the program runs, the library's own record is read at its mmap;
+#   - a plan naming a file in a directory the exec'ing user (nobody) cannot
+#     search: pbitmap_plan_skip_denied 1 and not a page of that file read
+#     (fincore before and after); the program runs;
+#   - a set-uid copy exec'd by nobody: no plan read (pbitmap_plan_skip_secure
+#     1, pbitmap_plan_exec 0); the program runs.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
+cold_begin t-plan
+cold_need_ground_truth
+cold_need_counters pbitmap_plan_exec pbitmap_plan_files pbitmap_plan_covered \
+	pbitmap_plan_skip_changed pbitmap_plan_skip_denied pbitmap_plan_skip_secure \
+	pbitmap_plan_reject_header pbitmap_cache_miss pbitmap_unstamped
+cold_missing
+chmod 755 "$W"
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+# A library of 2 MiB of read-only data and code that touches every 37th
+# of its 4 KiB pages: far above the readahead window, with its marked
+# pages scattered.
+gen_lib() {
+	python3 - "$1" "$2" <<'EOF'
+import sys
+name, fn = sys.argv[1], sys.argv[2]
+with open(name + ".c", "w") as f:
+    f.write("static const unsigned char blob[2 << 20] = { %s };\n" %
+            ",".join(str(i % 251 + 1) for i in range(0, 2 << 20, 4096)))
+    f.write("""
+unsigned long %s(void)
+{
+	unsigned long s = 0;
+
+	for (unsigned long i = 0; i < sizeof(blob); i += 37 * 4096)
+		s += ((const volatile unsigned char *)blob)[i];
+	return s;
+}
+""" % fn)
+EOF
+}
+gen_lib libbig big_sum
+gen_lib mod mod_sum
+gen_lib reach reach_sum
+cat >prog.c <<EOF
+#include <dlfcn.h>
+#include <stdio.h>
+unsigned long big_sum(void);
+int main(int argc, char **argv)
+{
+	const char *mod = argc > 1 ? argv[1] : "$W/mod.so";
+	void *h = dlopen(mod, RTLD_NOW);
+	unsigned long (*f)(void) = h ? (unsigned long (*)(void))dlsym(h, "mod_sum") : 0;
+
+	printf("big %lu mod %s\n", big_sum(), f ? "loaded" : "absent");
+	if (f)
+		printf("mod %lu\n", f());
+	return 0;
+}
+EOF
+gcc -O1 -shared -fPIC -o libbig.so libbig.c || fail "cannot build libbig.so"
+gcc -O1 -shared -fPIC -o mod.so mod.c || fail "cannot build mod.so"
+mkdir -m 700 hidden
+gcc -O1 -shared -fPIC -o hidden/reach.so reach.c || fail "cannot build reach.so"
+gcc -O1 -o prog prog.c -L"$W" -lbig -Wl,-rpath,"$W" -ldl || fail "cannot build prog"
+rm -f ./*.c
+./prog >want.out || fail "prog does not run"
+grep -q 'mod loaded' want.out || fail "prog did not load mod.so: $(cat want.out)"
+
+pbitmap add -q libbig.so mod.so hidden/reach.so || fail "cannot stamp the libraries"
+pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
+printf '%s\n' "$W/prog" "$W/libbig.so" "$W/mod.so" >plan.files
+cold_learn plan ./prog
+cp --preserve=xattr prog prog-records
+pbitmap plan prog libbig.so mod.so || fail "pbitmap plan"
+pbitmap plan --clear prog-records || fail "pbitmap plan --clear"
+pbitmap show prog | sed -n '/plan/,$p'
+sync
+
+# snap: every pbitmap counter, for deltas.
+snap() { proc_lines /proc/vmstat | grep '^pbitmap_' >"$1"; }
+delta() {
+	local k=$1 a b
+	a=$(awk -v k="$k" '$1 == k { print $2 }' "$2")
+	b=$(awk -v k="$k" '$1 == k { print $2 }' "$3")
+	echo $((b - a))
+}
+# one LABEL CMD...: a cold start with pbitmap on; the deltas in LABEL.d.
+one() {
+	local label=$1
+	shift
+	snap "$label.0"
+	cold_run "$label" "$label.out" "$@"
+	snap "$label.1"
+	for k in $(awk '{ print $1 }' "$label.0"); do
+		echo "$k $(delta "$k" "$label.0" "$label.1")"
+	done >"$label.d"
+}
+d() { awk -v k="$2" '$1 == k { print $2 }' "$1.d"; }
+# Records read in LABEL's run: lookups that missed the cache, less those of
+# unstamped files (the system's libc and ld.so, time, true).
+reads() { echo $(($(d "$1" pbitmap_cache_miss) - $(d "$1" pbitmap_unstamped))); }
+
+problems=
+for i in $(seq 1 "$RUNS"); do
+	for c in $(cold_order "$i" off records plan); do
+		case $c in
+		off)	cold_cond off; one off ./prog ;;
+		records) cold_cond on; one records ./prog-records ;;
+		plan)	cold_cond on; one plan ./prog ;;
+		esac
+		cmp -s "$c.out" want.out || problems+=" $c run $i: output differs;"
+	done
+	[ "$(d plan pbitmap_plan_exec)" = 1 ] || problems+=" run $i: plan_exec $(d plan pbitmap_plan_exec), want 1;"
+	[ "$(d plan pbitmap_plan_files)" = 2 ] || problems+=" run $i: plan_files $(d plan pbitmap_plan_files), want 2;"
+	[ "$(reads plan)" = 1 ] ||
+		problems+=" run $i: $(reads plan) records read with a plan, want 1 (the executable's);"
+	[ "$(d plan pbitmap_plan_covered)" -ge 2 ] ||
+		problems+=" run $i: plan_covered $(d plan pbitmap_plan_covered), want at least 2;"
+	for k in pbitmap_plan_skip_changed pbitmap_plan_skip_denied pbitmap_plan_skip_secure \
+		 pbitmap_rejected pbitmap_plan_reject_header pbitmap_plan_reject_files \
+		 pbitmap_plan_reject_names pbitmap_plan_reject_steps; do
+		[ "$(d plan $k)" = 0 ] || problems+=" run $i: $k $(d plan $k);"
+	done
+	[ "$(reads records)" = 3 ] ||
+		problems+=" run $i: without a plan $(reads records) records read, want 3;"
+	[ "$(d records pbitmap_plan_exec)" = 0 ] || problems+=" run $i: an empty plan was run;"
+done
+cold_reset
+cold_medians
+echo "plan: ${med_plan_reqs} read requests, per-file records ${med_records_reqs}, off ${med_off_reqs}"
+[ -z "$problems" ] || fail "$problems"
+((med_plan_reqs < med_records_reqs)) ||
+	fail "the plan made $med_plan_reqs read requests, per-file records $med_records_reqs: not fewer"
+echo "ok: plan read once, the libraries covered, not looked up; fewer requests than records"
+
+# A library replaced after the plan was written.
+cold_cond on
+cp --preserve=xattr libbig.so libbig.new && mv libbig.new libbig.so
+one replaced ./prog
+cmp -s replaced.out want.out || fail "after libbig.so was replaced: $(cat replaced.out)"
+[ "$(d replaced pbitmap_plan_skip_changed)" = 1 ] ||
+	fail "replaced library: plan_skip_changed $(d replaced pbitmap_plan_skip_changed), want 1"
+[ "$(d replaced pbitmap_plan_files)" = 1 ] ||
+	fail "replaced library: plan_files $(d replaced pbitmap_plan_files), want 1 (mod.so)"
+[ "$(reads replaced)" = 2 ] ||
+	fail "replaced library: $(reads replaced) records read, want 2 (prog's and libbig.so's own)"
+echo "ok: a replaced library is skipped and counted; its own record is read"
+
+# A file the exec'ing user cannot reach: not opened, not read.
+pbitmap plan prog libbig.so hidden/reach.so || fail "pbitmap plan with reach.so"
+sync
+echo 3 >/proc/sys/vm/drop_caches
+# What stays cached of it after dropping the caches (a page ext4 holds):
+# the start must add nothing to it.
+before=$(fincore --bytes --noheadings --output RES hidden/reach.so)
+snap reach.0
+"${NOBODY[@]}" ./prog "$W/hidden/reach.so" >reach.out || fail "prog as nobody failed"
+snap reach.1
+grep -q 'mod absent' reach.out || fail "nobody could load hidden/reach.so: $(cat reach.out)"
+[ "$(delta pbitmap_plan_skip_denied reach.0 reach.1)" = 1 ] ||
+	fail "unreachable file: plan_skip_denied $(delta pbitmap_plan_skip_denied reach.0 reach.1), want 1"
+[ "$(delta pbitmap_plan_files reach.0 reach.1)" = 1 ] ||
+	fail "unreachable file: plan_files $(delta pbitmap_plan_files reach.0 reach.1), want 1 (libbig.so)"
+after=$(fincore --bytes --noheadings --output RES hidden/reach.so)
+[ "$after" = "$before" ] ||
+	fail "hidden/reach.so: $before bytes cached before nobody's start, $after after"
+echo "ok: a file nobody cannot reach is skipped (denied) and not read"
+
+# A set-uid exec: no plan read.
+cp --preserve=xattr prog prog-suid
+chmod 4755 prog-suid
+sync
+echo 3 >/proc/sys/vm/drop_caches
+snap suid.0
+"${NOBODY[@]}" ./prog-suid "$W/mod.so" >suid.out || fail "the set-uid copy failed"
+snap suid.1
+cmp -s suid.out want.out || fail "set-uid copy: $(cat suid.out)"
+[ "$(delta pbitmap_plan_skip_secure suid.0 suid.1)" = 1 ] ||
+	fail "set-uid exec: plan_skip_secure $(delta pbitmap_plan_skip_secure suid.0 suid.1), want 1"
+[ "$(delta pbitmap_plan_exec suid.0 suid.1)" = 0 ] ||
+	fail "set-uid exec: the plan was run"
+echo "ok: a set-uid exec reads no plan"
+cold_reset
+echo "PASS: t-plan"
