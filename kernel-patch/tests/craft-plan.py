@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make variants of a stamped program's start-up plan, for the kernel's plan checks.
 
-  craft-plan.py PROGRAM OUTDIR FIFO DIR DENIED
+  craft-plan.py PROGRAM OUTDIR FIFO DIR DENIED TMPFS_FILE
                               writes OUTDIR/NAME for every case below and prints
                               "NAME EXPECT" lines, EXPECT being what the kernel should
                               count: reject_<reason> (the plan refused at parse,
@@ -10,9 +10,9 @@
                               skipped)
 
 PROGRAM must carry a plan area holding a plan of at least two files (pbitmap add
---plan-size, pbitmap plan).  FIFO is a named pipe, DIR a directory and DENIED a file
-the user who runs the variants cannot reach; all three paths must be shorter than the
-plan's first file's path.  Only the plan area of the record changes, in both slots,
+--plan-size, pbitmap plan).  FIFO is a named pipe, DIR a directory, DENIED a file
+the user who runs the variants cannot reach, and TMPFS_FILE a regular file on tmpfs,
+a filesystem plans do not read from (its identity is put in the plan).  Only the plan area of the record changes, in both slots,
 with the record's CRC recomputed, so that each case reaches the plan check it is meant
 for; the program's bytes and its marker stay as they are.  A plan the kernel refuses
 leaves the record's bitmap in use, and a file it skips is read at its own mmap: every
@@ -124,7 +124,14 @@ def raw_edit(fn):
     return edit
 
 
-def cases(fifo, directory, denied):
+def tmpfs_identity(path):
+    st = os.stat(path)
+    dev = ((os.major(st.st_dev) << 8) | (os.minor(st.st_dev) & 0xFF) |
+           ((os.minor(st.st_dev) & ~0xFF) << 12))
+    return dict(path=path, ino=st.st_ino, size=st.st_size, dev=dev, gen=0)
+
+
+def cases(fifo, directory, denied, tmpfs):
     used = lambda p: len(p.pack())  # noqa: E731
     return [
         ("sound", None, "ok"),
@@ -187,6 +194,8 @@ def cases(fifo, directory, denied):
         ("dev-zero", with_file(0, path="/dev/zero"), "skip_changed"),
         ("proc-self-exe", with_file(0, path="/proc/self/exe"), "skip_changed"),
         ("not-a-dir", with_file(0, path=lambda f: f["path"] + "/x"), "skip_changed"),
+        # A regular file with its own identity, on a filesystem plans do not read.
+        ("tmpfs", with_file(0, **tmpfs_identity(tmpfs)), "skip_fs"),
         # The task may not reach it.
         ("denied", with_file(0, path=denied), "skip_denied"),
         # Well-formed and reachable.
@@ -203,13 +212,13 @@ def cases(fifo, directory, denied):
 
 
 def main(argv):
-    if len(argv) != 6:
+    if len(argv) != 7:
         sys.exit(__doc__)
-    src, outdir, fifo, directory, denied = argv[1:]
+    src, outdir, fifo, directory, denied, tmpfs = argv[1:]
     original = open(src, "rb").read()
     marker = os.getxattr(src, "user.pbitmap")
     os.makedirs(outdir, exist_ok=True)
-    for name, edit, expect in cases(fifo, directory, denied):
+    for name, edit, expect in cases(fifo, directory, denied, tmpfs):
         img = Image(original)
         p = Plan(img)
         raw = p.pack()

@@ -170,7 +170,8 @@ CASES = [
     # name, edit, expected reason
     ("magic", header_case(magic=0x12345678), "header"),
     ("version-1", header_case(version=1), "header"),
-    ("version-3", header_case(version=3), "header"),
+    ("version-4", header_case(version=4), "header"),
+    ("version-3-plan-past-record", header_case(version=3, reserved=b"\x08" + bytes(39)), "header"),
     ("two-policies", header_case(flags=(1 << 0) | (1 << 2)), "header"),
     ("header-size", header_case(header_size=64), "header"),
     ("unknown-flag", header_case(flags=1 << 7), "header"),

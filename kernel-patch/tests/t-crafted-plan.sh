@@ -1,11 +1,11 @@
 #!/bin/bash
 # Guest test: malformed and misleading start-up plans never break an exec.
 # A program linked with two private stamped libraries gets a plan of both
-# (pbitmap plan); craft-plan.py makes 55 variants of its plan area (bad
+# (pbitmap plan); craft-plan.py makes 56 variants of its plan area (bad
 # head, file table, names and steps, each resealed so that it reaches the
 # plan check it is meant for; paths that lead to another inode, a FIFO, a
-# directory, /dev/zero, /proc/self/exe, a path nobody cannot search; and
-# well-formed oddities).  Each variant is run by nobody with
+# directory, /dev/zero, /proc/self/exe, a path nobody cannot search, a
+# file on tmpfs; and well-formed oddities).  Each variant is run by nobody with
 # vm.pbitmap_enabled=1 and must print what the original prints and move the
 # counters as the case says: a refused plan exactly one
 # pbitmap_plan_reject_<reason> and no plan run; a misleading path one plan
@@ -38,12 +38,16 @@ mkfifo f
 mkdir d
 mkdir -m 700 hidden
 cp liba.so hidden/x.so
-python3 "$HERE/craft-plan.py" prog out "$W/f" "$W/d" "$W/hidden/x.so" >list ||
+mkdir tmpfs
+mount -t tmpfs -o size=4m,mode=755 t-crafted-plan tmpfs || fail "cannot mount a tmpfs"
+trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; umount "$W/tmpfs"' EXIT
+cp liba.so tmpfs/x.so
+python3 "$HERE/craft-plan.py" prog out "$W/f" "$W/d" "$W/hidden/x.so" "$W/tmpfs/x.so" >list ||
 	fail "craft-plan.py failed"
 chmod 755 out
 
 echo 1 >/proc/sys/vm/pbitmap_enabled
-trap 'echo 0 >/proc/sys/vm/pbitmap_enabled' EXIT
+trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; umount "$W/tmpfs"' EXIT
 cases=0
 while read -r name expect; do
 	echo 3 >/proc/sys/vm/drop_caches
@@ -56,7 +60,7 @@ while read -r name expect; do
 	for r in header files names steps; do
 		rejects=$((rejects + $(delta "pbitmap_plan_reject_$r" s0 s1)))
 	done
-	for r in changed denied secure; do
+	for r in changed denied fs secure; do
 		skips=$((skips + $(delta "pbitmap_plan_skip_$r" s0 s1)))
 	done
 	case $expect in

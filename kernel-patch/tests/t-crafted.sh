@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest test: malformed pbitmap records never break an exec.  For a 64-bit PIE,
-# non-PIE and static program and a 32-bit PIE and static one, craft.py makes 33
+# non-PIE and static program and a 32-bit PIE and static one, craft.py makes 38
 # variants each (bad header fields, geometry, checksum, section bounds, and the
 # user.pbitmap marker through which the kernel finds the section).  With vm.pbitmap_enabled=1 every variant must print what the
 # original prints, raise pbitmap_rejected in /proc/vmstat by exactly one, and

@@ -40,7 +40,7 @@ int main(int argc, char **argv)
 	}
 	if (argc == 2 && !strcmp(argv[1], "--version")) {
 		printf("pbitmap-run %s (format version %d)\n", PBITMAP_VERSION_STRING,
-		       PBITMAP_VERSION);
+		       PBITMAP_VERSION_PLAN);
 		return PB_EXIT_OK;
 	}
 	return pb_cmd_run(argc, argv);

@@ -143,7 +143,7 @@ int main(int argc, char **argv)
 	}
 	if (!strcmp(name, "-V") || !strcmp(name, "--version")) {
 		printf("pbitmap %s (format version %d)\n", PBITMAP_VERSION_STRING,
-		       PBITMAP_VERSION);
+		       PBITMAP_VERSION_PLAN);
 		return pb_flush_stdout();
 	}
 	verb = find_verb(name);

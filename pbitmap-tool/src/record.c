@@ -125,7 +125,7 @@ int pb_record_init(struct pb_record *r, uint64_t content_size,
 	r->size = size;
 	h = pb_hdr(r);
 	h->magic = htole32(PBITMAP_MAGIC);
-	h->version = htole16(PBITMAP_VERSION_NO_PLAN);
+	h->version = htole16(PBITMAP_VERSION);
 	h->header_size = htole16(sizeof(*h));
 	h->flags = htole32(flags);
 	h->nr_pages = htole64(nr_granules(content_size, page_shift));
@@ -210,7 +210,7 @@ const char *pb_record_check(const void *buf, size_t size)
 	if (le16toh(h->version) == 1)
 		return "format version 1 (an earlier pbitmap): pbitmap add stamps it anew";
 	if (le16toh(h->version) != PBITMAP_VERSION &&
-	    le16toh(h->version) != PBITMAP_VERSION_NO_PLAN)
+	    le16toh(h->version) != PBITMAP_VERSION_PLAN)
 		return "unsupported version";
 	if (le16toh(h->header_size) != sizeof(*h))
 		return "bad header size";
@@ -236,7 +236,7 @@ const char *pb_record_check(const void *buf, size_t size)
 	if (h->reserved1)
 		return "reserved fields not zero";
 	plan_size = le32toh(h->plan_size);
-	if (plan_size && le16toh(h->version) == PBITMAP_VERSION_NO_PLAN)
+	if (plan_size && le16toh(h->version) == PBITMAP_VERSION)
 		return "a plan in a version 2 record";
 	if (plan_size % PBITMAP_PLAN_ALIGN || plan_size > PBITMAP_PLAN_MAX_SIZE)
 		return "plan area size out of range";
@@ -288,7 +288,7 @@ int pb_record_set_plan_area(struct pb_record *r, size_t plan_size)
 	memset(r->buf + base, 0, plan_size);
 	h = pb_hdr(r);
 	h->plan_size = htole32((uint32_t)plan_size);
-	h->version = htole16(plan_size ? PBITMAP_VERSION : PBITMAP_VERSION_NO_PLAN);
+	h->version = htole16(plan_size ? PBITMAP_VERSION_PLAN : PBITMAP_VERSION);
 	pb_record_seal(r);
 	return 0;
 }

@@ -37,13 +37,13 @@
 
 /* "PBMP" as bytes in the file. */
 #define PBITMAP_MAGIC			0x504d4250
-#define PBITMAP_VERSION			3
+#define PBITMAP_VERSION			2
 /*
- * Version 2 is version 3 without a plan (@plan_size was reserved, zero).
- * Both are read; a record without a plan area is written as version 2,
- * so that readers of version 2 keep reading it.
+ * Version 3 is version 2 with a plan area (@plan_size, reserved and zero
+ * in version 2).  Both are read; a record without a plan area is written
+ * as version 2, so that readers of version 2 keep reading it.
  */
-#define PBITMAP_VERSION_NO_PLAN		2
+#define PBITMAP_VERSION_PLAN		3
 
 /*
  * ELF executables and shared libraries carry the record in a
@@ -98,7 +98,7 @@
 /**
  * struct pbitmap_header - the fixed part of a pbitmap record (128 bytes)
  * @magic: PBITMAP_MAGIC
- * @version: PBITMAP_VERSION
+ * @version: PBITMAP_VERSION, or PBITMAP_VERSION_PLAN with a plan area
  * @header_size: sizeof(struct pbitmap_header); plane 0 starts here
  * @checksum: CRC-32 (IEEE 802.3, as zlib's crc32()) of the header with
  *	this field zero, followed by all planes
