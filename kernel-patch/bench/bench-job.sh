@@ -23,7 +23,12 @@
 #   full     pbitmap at exec and at every mmap (executable, interpreter,
 #            libraries, data files)
 #   learned  as full, in a second tree whose bitmaps the kernel learned
-#            itself over LEARN_RUNS earlier cold runs (vm.pbitmap_learn=1)
+#            itself over LEARN_RUNS earlier cold runs (vm.pbitmap_learn=1);
+#            start-up plans not followed (vm.pbitmap_plan=0)
+#   plan     learned, with the start-up plans the kernel learned in the
+#            same runs followed at exec (vm.pbitmap_plan=1): the workloads'
+#            executables carry a plan area of PLAN_SIZE bytes (64K) in the
+#            second tree (issue 25)
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
 #   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
@@ -57,7 +62,8 @@ die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
 . "$JOB/bench.conf"
 : "${DISK:?}" "${RUNS:?}" "${GCC_RUNS:=$RUNS}" "${LEARN_RUNS:=3}" "${EXEC_BENCH:=0}" "${EXEC_REPEATS:=3}"
 : "${WORKLOADS:=gcc gdb python3 emacs pack}"
-: "${CONDITIONS:=nora off slurp early exec full learned user audit preload warm pressure-off pressure}"
+: "${CONDITIONS:=nora off slurp early exec full learned plan user audit preload warm pressure-off pressure}"
+: "${PLAN_SIZE:=64K}"
 read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
@@ -181,7 +187,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -189,10 +195,12 @@ set_condition() {
 	early) en=1 early=1 mmap=0 ;;
 	exec) en=1 mmap=0 ;;
 	full | learned | pressure) en=1 ;;
+	plan) en=1 plan=1 ;;
 	*) die "unknown condition $1" ;;
 	esac
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
 	vm mmap_slurp_all $slurp
+	vm pbitmap_plan $plan
 	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
 }
 restore() {
@@ -277,7 +285,7 @@ done
 # the data files, whose record is an attribute of the inode), its own
 # inodes for every file of the set once stamped (add --break-links).
 B=$A/learned
-if has_condition learned; then
+if { has_condition learned || has_condition plan; }; then
 	log "learned tree"
 	mkdir -p $B
 	for d in usr etc var root; do cp -al $A/$d $B/; done
@@ -307,12 +315,21 @@ python3 "$JOB/stamp-truth.py" truth-A.json "${stamped[@]/#/$A}" >stamped.txt ||
 # --- B learns: empty bitmaps, LEARN_RUNS cold runs of every workload with
 # the kernel learning (files owned by root, runs by root: vm.pbitmap_learn=1),
 # each run's set written at once (flush); learning off for the measurements.
-if has_condition learned; then
+if { has_condition learned || has_condition plan; }; then
 	pbitmap add -q --break-links "${stamped[@]/#/$B}" || die "pbitmap add in $B failed"
+	# The programs the workloads exec get a plan area, learned with them.
+	exes=()
+	for w in "${workloads[@]}"; do
+		for e in ${cmd[$w]%% *} $([ "$w" = gcc ] && echo "$cc1"); do
+			exes+=("$B$(real "$e")")
+		done
+	done
+	pbitmap add -q --break-links --plan-size "$PLAN_SIZE" "${exes[@]}" ||
+		die "pbitmap add --plan-size in $B failed"
 	vm pbitmap_learn_window_ms 300000
 	vm pbitmap_learn_interval_s 0
 	vm pbitmap_learn_data_interval_s 0
-	set_condition full
+	set_condition plan
 	vm pbitmap_learn 1
 	for ((i = 1; i <= LEARN_RUNS; i++)); do
 		for w in "${workloads[@]}"; do
@@ -352,7 +369,7 @@ PY
 declare -A floor=() pfloor=()
 for w in "${workloads[@]}"; do
 	floor_of "$w" $A; floor[$w,A]=$FLOOR pfloor[$w,A]=$PFLOOR
-	if has_condition learned; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
+	if { has_condition learned || has_condition plan; }; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
 done
 
 {
@@ -363,9 +380,14 @@ done
 	done
 	echo "ground truth, stamped (path, pages faulted, granules marked):"
 	sed 's/^/  /' stamped.txt
-	if has_condition learned; then
+	if { has_condition learned || has_condition plan; }; then
 		echo "learned over $LEARN_RUNS runs each, against the ground truth (granules):"
 		sed 's/^/  /' learned.txt
+		echo "start-up plans learned in the same runs (pbitmap show, run outside the chroot: a file \"replaced\" is the root disk's, not the tree's):"
+		for e in "${exes[@]}"; do
+			echo "  ${e#"$B"}:"
+			pbitmap show "$e" | sed -n '/^  plan /,$p' | sed 's/^/  /'
+		done
 	fi
 } >"$OUT/setup.txt"
 cp truth.json "$OUT/truth.json"
@@ -395,7 +417,7 @@ preload_list() {	# W: the files W maps, in the tree A
 one_run() {	# W C K
 	local w=$1 c=$2 root=$A tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 maj wall status line last='' ok
 	local -a run
-	[ "$c" = learned ] && root=$B tree=B
+	[ "$c" = learned ] || [ "$c" = plan ] && root=$B tree=B
 	# shellcheck disable=SC2206
 	run=(chroot $root ${cmd[$w]})
 	# shellcheck disable=SC2206

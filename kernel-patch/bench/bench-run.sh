@@ -11,7 +11,7 @@
 #   GCC_RUNS    runs of the gcc workload, about 30 s each under TCG (3)
 #   LEARN_RUNS  cold runs the kernel learns from before `learned` (3)
 #   WORKLOADS   gcc gdb python3 emacs pack
-#   CONDITIONS  nora off slurp early exec full learned user audit preload
+#   CONDITIONS  nora off slurp early exec full learned plan user audit preload
 #               warm pressure-off pressure
 #   DISK        iops150 ebs latency none: QEMU throttling.iops-total=150;
 #               ebs, an AWS gp3 volume slowed down as TCG slows the CPU
@@ -41,7 +41,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 OUTDIR=$1 SCHED_I=$2 PACK_DIR=$3 PACKLOOKUP=$4
 RUNS=${RUNS:-10} GCC_RUNS=${GCC_RUNS:-3} LEARN_RUNS=${LEARN_RUNS:-3}
 WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
-CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned user audit preload warm pressure-off pressure}
+CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned plan user audit preload warm pressure-off pressure}
 DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do

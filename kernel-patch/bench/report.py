@@ -71,7 +71,7 @@ BASELINE = "off"
 WARM = "warm"
 # Issue 12's conditions, in the order the tables list them; others follow in
 # the order they first appear in the CSV.
-CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned",
+CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned", "plan",
                    "user", "audit", "preload", "warm", "pressure-off", "pressure")
 # A full machine (page cache full of another file, the workload's files
 # evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`.

@@ -2,13 +2,17 @@
 # t-smoke: one short run of the benchmark harness, end to end: bench-run.sh
 # boots the test-bed kernel with the bench disk behind nbdkit's delay filter
 # (the `latency` model, so the NBD path is exercised too), measures
-# `python3 -c pass` under `off`, `full` and `audit` (the LD_AUDIT module),
+# `python3 -c pass` under `off`, `full`, `audit` (the LD_AUDIT module) and
+# `plan` (the second tree, learned over two runs: a plan lists the ranges
+# each file's record marked in the run that learned it, so the first run's
+# plan has no library yet; its start-up plan followed),
 # two cold runs each, and report.py draws the table.  Asserts what the
 # harness must deliver: one CSV row per run with the workload's output
 # checked, a request floor and a physical floor (floor.py --physical-kb),
 # the disk's requests over the boot as many on the host (QMP) as in the
-# guest, the kernel's prefetch visible under `full` only
-# and fewer read requests than `off` in every run under `full` and `audit`
+# guest, the kernel's prefetch visible under `full` and `plan` only
+# and fewer read requests than `off` in every run under `full`, `audit` and
+# `plan`
 # (python3 and its five libraries are all stamped with the pages it faults:
 # 141 requests off, about 90 full when this test was written).  Needs the
 # kernel, the guest image, build/pbitmap-run and build/pbitmap-audit.so
@@ -25,7 +29,7 @@ done
 out=$TOP/build/bench-smoke
 rm -rf "$out"
 rc=0
-RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit" DISK=latency LEARN_RUNS=0 EXEC_BENCH=0 \
+RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 \
 	"$BENCH_DIR/bench-run.sh" "$out" /nonexistent "$WORK" /nonexistent >"$WORK/log" 2>&1 || rc=$?
 cat "$WORK/log"
 ((rc == 0)) || fail "bench-run.sh exited $rc (log above; guest output in $out/latency/)"
@@ -37,7 +41,7 @@ errors = []
 def check(ok, what):
     if not ok:
         errors.append(what)
-check(len(rows) == 6, f"{len(rows)} rows, not 6 (2 runs x off, full, audit)")
+check(len(rows) == 8, f"{len(rows)} rows, not 8 (2 runs x off, full, audit, plan)")
 for r in rows:
     tag = f"{r['condition']} run {r['run']}"
     check(r["workload"] == "python3" and r["disk"] == "latency", f"{tag}: {r['workload']} on {r['disk']}")
@@ -45,14 +49,16 @@ for r in rows:
     check(int(r["floor_requests"]) > 0, f"{tag}: request floor {r['floor_requests']}")
     check(int(r["physical_floor_requests"]) > 0,
           f"{tag}: physical floor {r['physical_floor_requests']}")
-    want_prefetch = r["condition"] == "full"
+    want_prefetch = r["condition"] in ("full", "plan")
     check((int(r["prefetches"]) > 0) == want_prefetch, f"{tag}: {r['prefetches']} prefetches")
 off = [int(r["read_requests"]) for r in rows if r["condition"] == "off"]
 full = [int(r["read_requests"]) for r in rows if r["condition"] == "full"]
 audit = [int(r["read_requests"]) for r in rows if r["condition"] == "audit"]
+plan = [int(r["read_requests"]) for r in rows if r["condition"] == "plan"]
 check(off and full and max(full) < min(off), f"read requests: full {full}, off {off}")
 check(off and audit and max(audit) < min(off), f"read requests: audit {audit}, off {off}")
-print(f"off {off} full {full} audit {audit} requests; floor {rows[0]['floor_requests']}")
+check(off and plan and max(plan) < min(off), f"read requests: plan {plan}, off {off}")
+print(f"off {off} full {full} audit {audit} plan {plan} requests; floor {rows[0]['floor_requests']}")
 for e in errors:
     print("  " + e)
 sys.exit(1 if errors else 0)
@@ -67,6 +73,11 @@ line=$(grep '^bench: disk latency, reads over the boot: ' "$out/blockstats.txt")
 	fail "guest and host count different requests: $line"
 echo "$line"
 grep -q '^### Disk: latency' "$out/BENCH-table.md" || fail "no latency table in BENCH-table.md"
+# The plan the kernel learned for python3 lists its libraries.
+plan=$(sed -n '/^start-up plans learned/,/^[^ ]/p' "$out/latency/results/setup.txt")
+grep -qE '^    plan +[1-9][0-9]* files' <<<"$plan" || fail "no learned plan with files: $plan"
+grep -q 'libc.so.6' <<<"$plan" || fail "the learned plan does not list libc.so.6: $plan"
+echo "$plan"
 [ -s "$out/plots/python3.png" ] || fail "no boxplot python3.png"
 grep -q '^python3: .*files stamped; floor [0-9]* requests' "$out/latency/results/setup.txt" ||
 	fail "setup.txt does not say what was stamped: $(head -n 5 "$out/latency/results/setup.txt")"
