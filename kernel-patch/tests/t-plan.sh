@@ -19,17 +19,20 @@
 #     read requests with the plan than with records, which read each
 #     library's record at mmap ("records read": cache misses less
 #     unstamped files);
-#   - learned: a copy of prog with an empty plan area, run once with
-#     vm.pbitmap_learn=1: the kernel writes a plan of libbig.so then mod.so
-#     (pbitmap show --json), and the next cold start follows it (one plan
-#     run, two files, one record read);
+#   - learned: a copy of prog with an empty plan area, run with
+#     vm.pbitmap_learn=1 loading hidden/reach.so (a directory only root may
+#     search): the plan lists libbig.so alone, not the private path; run
+#     again loading mod.so: the plan is libbig.so then mod.so (pbitmap show
+#     --json), and the next cold start follows it (one plan run, two files,
+#     one record read);
 #   - a library replaced after the plan was written (a new inode, its
 #     record copied along): skipped and counted (pbitmap_plan_skip_changed
 #     1), the program runs, and with a file skipped nothing is covered:
 #     every record is read at its mmap (3);
 #   - a plan naming a file in a directory the exec'ing user (nobody) cannot
-#     search: pbitmap_plan_skip_denied 1 and not a page of that file read
-#     (fincore before and after); the program runs;
+#     search: pbitmap_plan_skip_denied 1, and no more of that file cached
+#     after the start than after the same start without a plan (fincore);
+#     the program runs;
 #   - a set-uid copy exec'd by nobody: no plan read (pbitmap_plan_skip_secure
 #     1, pbitmap_plan_exec 0); the program runs.
 set -euo pipefail
@@ -69,7 +72,7 @@ EOF
 }
 gen_lib libbig big_sum
 gen_lib mod mod_sum
-gen_lib reach reach_sum
+gen_lib reach mod_sum
 cat >prog.c <<EOF
 #include <dlfcn.h>
 #include <stdio.h>
@@ -96,6 +99,8 @@ rm -f ./*.c
 grep -q 'mod loaded' want.out || fail "prog did not load mod.so: $(cat want.out)"
 
 pbitmap add -q libbig.so mod.so hidden/reach.so || fail "cannot stamp the libraries"
+# Pages of its own: a file whose record marks none is never listed anyway.
+pbitmap set --pages 0-3 hidden/reach.so || fail "cannot mark hidden/reach.so"
 pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
 printf '%s\n' "$W/prog" "$W/libbig.so" "$W/mod.so" >plan.files
 cold_learn plan ./prog
@@ -168,21 +173,31 @@ trap 'learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
 echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
 echo 1 >/proc/sys/vm/pbitmap_learn
 cold_cond on
-one learning ./prog-learn
-learn_flush
-learn_reset
-pbitmap show --json prog-learn >learned.json || fail "pbitmap show prog-learn"
-python3 - "$W" learned.json <<'PY' || fail "the learned plan: $(pbitmap show prog-learn | sed -n '/plan/,$p')"
+# learned_files FILE...: the learned plan lists exactly FILE... in order.
+learned_files() {
+	pbitmap show --json prog-learn >learned.json || fail "pbitmap show prog-learn"
+	python3 - learned.json "$@" <<'PY' || fail "the learned plan: $(pbitmap show prog-learn | sed -n '/plan/,$p')"
 import json, sys
-w, rec = sys.argv[1], json.load(open(sys.argv[2]))[0]
+rec = json.load(open(sys.argv[1]))[0]
 files = [f["path"] for f in rec.get("plan", {}).get("files", [])]
-want = [w + "/libbig.so", w + "/mod.so"]
+want = sys.argv[2:]
 if files != want:
     sys.exit("learned plan lists %s, want %s" % (files, want))
 if not all(f["state"] == "current" for f in rec["plan"]["files"]):
     sys.exit("learned plan: %s" % rec["plan"]["files"])
 print("learned plan: " + ", ".join(files) + ", %d ranges" % len(rec["plan"]["steps"]))
 PY
+}
+echo 1 >/proc/sys/vm/pbitmap_learn
+one learning-private ./prog-learn "$W/hidden/reach.so"
+grep -q 'mod loaded' learning-private.out || fail "root could not load hidden/reach.so"
+learn_flush
+learned_files "$W/libbig.so"
+echo 1 >/proc/sys/vm/pbitmap_learn
+one learning ./prog-learn
+learn_flush
+learn_reset
+learned_files "$W/libbig.so" "$W/mod.so"
 one learned ./prog-learn
 cmp -s learned.out want.out || fail "the learned plan's run: $(cat learned.out)"
 [ "$(d learned pbitmap_plan_exec)" = 1 ] && [ "$(d learned pbitmap_plan_files)" = 2 ] &&
@@ -203,25 +218,31 @@ cmp -s replaced.out want.out || fail "after libbig.so was replaced: $(cat replac
 	fail "replaced library: $(reads replaced) records read, want 3 (a plan with a file skipped covers none)"
 echo "ok: a replaced library is skipped and counted; the records are read"
 
-# A file the exec'ing user cannot reach: not opened, not read.
+# A file the exec'ing user cannot reach: not opened, nothing of it read
+# for the plan.  What of it is cached after nobody's start is compared with
+# the same start without a plan: the plan must add nothing.
+# cached_after_nobody LABEL: the bytes of hidden/reach.so cached after a
+# cold start by nobody; the counters' deltas in LABEL.0/LABEL.1.
+cached_after_nobody() {
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	snap "$1.0"
+	"${NOBODY[@]}" ./prog "$W/hidden/reach.so" >"$1.out" || fail "prog as nobody failed"
+	snap "$1.1"
+	grep -q 'mod absent' "$1.out" || fail "nobody could load hidden/reach.so: $(cat "$1.out")"
+	fincore --bytes --noheadings --output RES hidden/reach.so
+}
+pbitmap plan --clear prog || fail "pbitmap plan --clear prog"
+without=$(cached_after_nobody noplan)
 pbitmap plan prog libbig.so hidden/reach.so || fail "pbitmap plan with reach.so"
-sync
-echo 3 >/proc/sys/vm/drop_caches
-# What stays cached of it after dropping the caches (a page ext4 holds):
-# the start must add nothing to it.
-before=$(fincore --bytes --noheadings --output RES hidden/reach.so)
-snap reach.0
-"${NOBODY[@]}" ./prog "$W/hidden/reach.so" >reach.out || fail "prog as nobody failed"
-snap reach.1
-grep -q 'mod absent' reach.out || fail "nobody could load hidden/reach.so: $(cat reach.out)"
+with=$(cached_after_nobody reach)
 [ "$(delta pbitmap_plan_skip_denied reach.0 reach.1)" = 1 ] ||
 	fail "unreachable file: plan_skip_denied $(delta pbitmap_plan_skip_denied reach.0 reach.1), want 1"
 [ "$(delta pbitmap_plan_files reach.0 reach.1)" = 1 ] ||
 	fail "unreachable file: plan_files $(delta pbitmap_plan_files reach.0 reach.1), want 1 (libbig.so)"
-after=$(fincore --bytes --noheadings --output RES hidden/reach.so)
-[ "$after" = "$before" ] ||
-	fail "hidden/reach.so: $before bytes cached before nobody's start, $after after"
-echo "ok: a file nobody cannot reach is skipped (denied) and not read"
+[ "$with" = "$without" ] ||
+	fail "hidden/reach.so: $without bytes cached after nobody's start without a plan, $with with the plan"
+echo "ok: a file nobody cannot reach is skipped (denied); the plan reads none of it"
 
 # A set-uid exec: no plan read.
 cp --preserve=xattr prog prog-suid
