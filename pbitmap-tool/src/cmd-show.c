@@ -190,6 +190,7 @@ static void show_plan_json(const struct pb_file *f)
 	printf(",\"plan\":{\"used\":%u,\"files\":[", v.used);
 	for (uint32_t i = 0; i < v.nr_files; i++) {
 		const char *path = v.names + le32toh(v.files[i].name);
+		const char *state = plan_file_state(&v.files[i], path);
 
 		printf("%s{\"path\":", i ? "," : "");
 		json_string(path);
@@ -197,8 +198,7 @@ static void show_plan_json(const struct pb_file *f)
 		       ",\"generation\":%u,\"state\":\"%s\"}",
 		       (uint64_t)le64toh(v.files[i].ino), (uint64_t)le64toh(v.files[i].size),
 		       le32toh(v.files[i].dev), le32toh(v.files[i].generation),
-		       *plan_file_state(&v.files[i], path) ? plan_file_state(&v.files[i], path) :
-		       "current");
+		       *state ? state : "current");
 	}
 	printf("],\"steps\":[");
 	for (uint32_t i = 0; i < v.nr_steps; i++)
