@@ -21,7 +21,7 @@ CHECKS += stap-check
 STAP_DIR     := stap
 # Modules match one kernel build: KASAN=1 gets its own directory.
 STAP_BUILD   := $(BUILD)/stap$(if $(filter 1,$(KASAN)),-kasan)
-STAP_SCRIPTS := faults pbitmap fault-map learn
+STAP_SCRIPTS := faults pbitmap fault-map learn waits
 # staprun takes the module name from the file name, and module names are C
 # identifiers: fault-map.stp -> build/stap/stap_fault_map.ko.
 stap_mod      = $(STAP_BUILD)/stap_$(subst -,_,$(1)).ko

@@ -47,9 +47,15 @@
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
+# After the timed runs, with WAITS=1, one more cold run of every (workload,
+# condition) under stap/waits.stp (not timed with the others: the probes cost
+# time): where each run waited, by cause, and how many first touches found
+# their page neither cached nor in flight (misses), against the pages the
+# workload uses (its ground truth): waits.csv, waits-files.txt.
+#
 # Configuration: bench.conf beside the job (written by bench-run.sh), shell
 # assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
-# EXEC_BENCH, EXEC_REPEATS.  Results in $RESULTS: bench.csv (one row per run, the columns
+# EXEC_BENCH, EXEC_REPEATS, WAITS.  Results in $RESULTS: bench.csv (one row per run, the columns
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
 # learned, the floors), exec.csv (the warm-exec microbenchmark),
 # pressure.txt (the memory before each `pressure` run: fill-evict's line).
@@ -63,7 +69,7 @@ die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
 : "${DISK:?}" "${RUNS:?}" "${GCC_RUNS:=$RUNS}" "${LEARN_RUNS:=3}" "${EXEC_BENCH:=0}" "${EXEC_REPEATS:=3}"
 : "${WORKLOADS:=gcc gdb python3 emacs pack}"
 : "${CONDITIONS:=nora off slurp early exec full learned plan user audit preload warm pressure-off pressure}"
-: "${PLAN_SIZE:=64K}"
+: "${PLAN_SIZE:=64K}" "${WAITS:=0}"
 read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
@@ -74,6 +80,15 @@ done
 for s in pbitmap_enabled pbitmap_mmap pbitmap_early_fault mmap_slurp_all pbitmap_learn; do
 	[ -w /proc/sys/vm/$s ] || die "the kernel has no vm.$s"
 done
+# The wait-attribution pass needs the host-built waits.stp module and a
+# staprun of the same systemtap version: checked now, not after the runs.
+if [ "$WAITS" = 1 ]; then
+	[ -f "$JOB/stap_waits.ko" ] && [ -f "$JOB/stap-version" ] ||
+		die "WAITS=1: no stap_waits.ko and stap-version beside the job"
+	have=$(dpkg-query -W -f='${Version}' systemtap-runtime 2>/dev/null || true)
+	[ "$have" = "$(<"$JOB/stap-version")" ] ||
+		die "WAITS=1: guest staprun is '${have:-missing}', the module was built by systemtap $(<"$JOB/stap-version")"
+fi
 t_start=$EPOCHSECONDS
 log() { echo "$(date +%T) $*"; }
 
@@ -366,7 +381,10 @@ PY
 	PFLOOR=$(python3 "$JOB/floor.py" --prefix "$2" --physical-kb 256 "$1.floor-truth.json") ||
 		die "floor.py --physical-kb failed for $1"
 }
-declare -A floor=() pfloor=()
+declare -A floor=() pfloor=() used=()
+for w in "${workloads[@]}"; do
+	used[$w]=$(python3 -c 'import json, sys; print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$w.truth")
+done
 for w in "${workloads[@]}"; do
 	floor_of "$w" $A; floor[$w,A]=$FLOOR pfloor[$w,A]=$PFLOOR
 	if { has_condition learned || has_condition plan; }; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
@@ -487,6 +505,77 @@ done <order
 vmstat_get pbitmap_rejected
 echo "records rejected by the kernel during the runs: $((VAL - rejected0))" >>"$OUT/setup.txt"
 echo "runs: $total in $((EPOCHSECONDS - t_runs)) s; set-up $((t_runs - t_start)) s" >>"$OUT/setup.txt"
+
+# --- Where the cold starts wait (WAITS=1): one run of each (workload,
+# condition) under waits.stp, its target the chroot'ed workload (staprun -c),
+# the caches dropped before staprun loads the module (its files are on the
+# root disk, not the bench disk).  Conditions that are not a cold start of
+# the files (warm, pressure*) and nora (no read-around: a different fault
+# count) are left out.
+WAIT_CAUSES="fault-miss fault-inflight pbitmap-record pbitmap-plan read exec mmap open stat"
+waits_run() {	# W C
+	local w=$1 c=$2 root=$A out err t0 t1 skipped ok
+	[ "$c" = learned ] || [ "$c" = plan ] && root=$B
+	out=$OUT/waits/$w.$c.txt err=$OUT/waits/$w.$c.err
+	local -a run=(chroot "$root")
+	[ "$c" = user ] && run+=(/usr/local/bin/pbitmap-run -q --)
+	[ "$c" = audit ] && run+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
+	# shellcheck disable=SC2206
+	run+=(${cmd[$w]})
+	set_condition off
+	drain
+	drop
+	set_condition "$c"
+	t0=${EPOCHREALTIME/./}
+	# staprun -c splits its command with wordexp(3), which takes no
+	# redirections: a script does them.
+	printf '#!/bin/bash\nexec %s >%q 2>&1 </dev/null\n' "$(printf '%q ' "${run[@]}")" "$PWD/$w.out" >waits-cmd.sh
+	staprun -o "$out" -c "/bin/bash $PWD/waits-cmd.sh" "$JOB/stap_waits.ko" 2>"$err" ||
+		die "waits.stp for $w $c failed: $(tail -n 3 "$err")"
+	t1=${EPOCHREALTIME/./}
+	set_condition off
+	[ "$w" != gcc ] || cat "$root/tmp/out.s" >>"$w.out"
+	ok=false
+	[ "$(sha256sum <"$w.out")" = "${ref[$w]}" ] && ok=true
+	skipped=$(sed -n 's/.*skipped probes: \([0-9]*\).*/\1/p' "$err" | tail -n 1)
+	python3 - "$out" "$w" "$c" "$DISK" "${used[$w]}" "$(((t1 - t0) / 1000))" "${skipped:-0}" "$ok" "$WAIT_CAUSES" <<'PY' >>"$OUT/waits.csv"
+import sys
+path, w, c, disk, used, ms, skipped, ok, causes = sys.argv[1:]
+faults, waits, files = {}, {}, []
+for line in open(path):
+    kind, _, rest = line.partition(" ")
+    kv = dict(f.split("=", 1) for f in rest.split() if "=" in f)
+    if kind == "faults":
+        faults = kv
+    elif kind == "wait":
+        waits[kv["cause"]] = int(kv["us"])
+    elif kind == "miss":
+        files.append("%s:%s" % (kv["file"], kv["pages"]))
+if not faults:
+    sys.exit("waits.stp printed no faults line in " + path)
+known = causes.split()
+row = [w, c, "0", disk, used, faults["miss"], faults["inflight"], faults["cached"]]
+row += ["%.1f" % (waits.get(k, 0) / 1000) for k in known]
+row.append("%.1f" % (sum(v for k, v in waits.items() if k not in known and k != "sleep") / 1000))
+row += ["%.1f" % (waits.get("sleep", 0) / 1000), ms, skipped, ok, " ".join(files[:12])]
+print(",".join(row))
+PY
+}
+if [ "$WAITS" = 1 ]; then
+	log "wait attribution: waits.stp, one run per (workload, condition)"
+	mkdir -p "$OUT/waits"
+	{
+		printf 'workload,condition,run,disk,used_pages,misses,inflight_faults,cached_faults'
+		for k in $WAIT_CAUSES; do printf ',wait_%s_ms' "${k//-/_}"; done
+		printf ',wait_other_ms,sleep_ms,stap_wall_ms,skipped_probes,output_ok,miss_files\n'
+	} >"$OUT/waits.csv"
+	for w in "${workloads[@]}"; do
+		for c in "${conditions[@]}"; do
+			case $c in nora | warm | pressure | pressure-off | preload) continue ;; esac
+			waits_run "$w" "$c"
+		done
+	done
+fi
 
 # --- The warm-exec microbenchmark: what pbitmap costs an exec with
 # everything cached.  A small dynamic program, one copy stamped (two pages

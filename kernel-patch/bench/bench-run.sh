@@ -25,6 +25,10 @@
 #               started 256 KiB (throttling.iops-size, as EBS counts I/O),
 #               and 32 MiB/s (throttling.bps-total): a disk that charges
 #               bytes as well as requests
+#   WAITS       1: after the timed runs, one run of each (workload,
+#               condition) under stap/waits.stp (where the run waits, and
+#               the first touches that missed); WAITS_KO is the module
+#               built for KERNEL (make bench builds build/stap/stap_waits.ko)
 #   EXEC_BENCH  1: the warm-exec microbenchmark, in the first disk's boot;
 #               EXEC_REPEATS loops of 1000 execs per case (3)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
@@ -44,6 +48,14 @@ WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
 CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned plan user audit preload warm pressure-off pressure}
 DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
+WAITS=${WAITS:-0} WAITS_KO=${WAITS_KO:-$TOP/build/stap/stap_waits.ko}
+case $WAITS in
+0) ;;
+1) [ -f "$WAITS_KO" ] || die "WAITS=1: no $WAITS_KO (make stap builds it)"
+	stap_version=$(dpkg-query -W -f='${Version}' systemtap 2>/dev/null) ||
+		die "WAITS=1: systemtap is not installed (make deps)" ;;
+*) die "WAITS=$WAITS: 0 or 1" ;;
+esac
 for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
 	[[ ${!v} =~ ^[0-9]+$ ]] || die "$v=${!v}: not a number"
 done
@@ -96,6 +108,7 @@ t0=$EPOCHSECONDS
 first=1
 : >"$OUTDIR/blockstats.txt"
 : >"$OUTDIR/results.csv.new"
+rm -f "$OUTDIR/waits.csv.new"
 for disk in $DISK; do
 	job=$OUTDIR/job-$disk
 	rm -rf "${job:?}" "${OUTDIR:?}/$disk" && mkdir -p "$job" "$OUTDIR/$disk"
@@ -104,6 +117,10 @@ for disk in $DISK; do
 		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" \
 		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "$job/"
 	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
+	if [ "$WAITS" = 1 ]; then
+		cp "$WAITS_KO" "$job/stap_waits.ko"
+		echo "$stap_version" >"$job/stap-version"
+	fi
 	if [[ " $WORKLOADS " == *" pack "* ]]; then
 		cp "$PACK_DIR/linux.pack" "$PACK_DIR/linux.idx" "$PACKLOOKUP" "$job/"
 	fi
@@ -112,7 +129,7 @@ for disk in $DISK; do
 	DISK=$disk RUNS=$RUNS GCC_RUNS=$GCC_RUNS LEARN_RUNS=$LEARN_RUNS
 	WORKLOADS="$WORKLOADS"
 	CONDITIONS="$CONDITIONS"
-	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3}
+	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3} WAITS=$WAITS
 	EOF
 	# A fresh copy of the guest image is the bench disk: the job stamps and
 	# learns in it.  Not a QEMU snapshot: with one, rewritten blocks would be
@@ -177,16 +194,23 @@ for disk in $DISK; do
 	[ -f "$csv" ] || die "disk $disk: no bench.csv"
 	blockstats "$disk" | tee -a "$OUTDIR/blockstats.txt"
 	if [ "$first" = 1 ]; then cat "$csv"; else tail -n +2 "$csv"; fi >>"$OUTDIR/results.csv.new"
+	if [ "$WAITS" = 1 ]; then
+		wcsv=$OUTDIR/$disk/results/waits.csv
+		[ -f "$wcsv" ] || die "disk $disk: WAITS=1 and no waits.csv"
+		if [ -f "$OUTDIR/waits.csv.new" ]; then tail -n +2 "$wcsv"; else cat "$wcsv"; fi >>"$OUTDIR/waits.csv.new"
+	fi
 	[ ! -f "$OUTDIR/$disk/results/exec.csv" ] || cp "$OUTDIR/$disk/results/exec.csv" "$OUTDIR/exec.csv"
 	first=0
 done
 mv "$OUTDIR/results.csv.new" "$OUTDIR/results.csv"
+[ ! -f "$OUTDIR/waits.csv.new" ] || mv "$OUTDIR/waits.csv.new" "$OUTDIR/waits.csv"
 echo "bench: $(($(wc -l <"$OUTDIR/results.csv") - 1)) runs in $(((EPOCHSECONDS - t0) / 60)) min $(((EPOCHSECONDS - t0) % 60)) s"
 # The report; on the unthrottled disk, `full` must not be slower than `off`
 # beyond noise (report.py --not-slower: exit 3 when it is).
 mkdir -p "$OUTDIR/plots"
 report_args=()
 [ ! -f "$OUTDIR/exec.csv" ] || report_args+=(--exec-csv "$OUTDIR/exec.csv")
+[ "$WAITS" = 0 ] || report_args+=(--waits-csv "$OUTDIR/waits.csv")
 if [[ " $DISK " == *" none "* && " $CONDITIONS " == *" full "* && " $CONDITIONS " == *" off "* ]]; then
 	report_args+=(--not-slower full:none)
 fi

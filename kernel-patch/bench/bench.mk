@@ -7,7 +7,8 @@
 #                      plots/.  Overrides: RUNS= (10) GCC_RUNS= (3)
 #                      LEARN_RUNS= (3) WORKLOADS= CONDITIONS= DISK= (iops150
 #                      ebs latency none; also bytes150) DELAY_MS= (4)
-#                      EXEC_BENCH= (1)
+#                      EXEC_BENCH= (1) WAITS= (1: stap/waits.stp after the
+#                      timed runs, waits.csv)
 #   make bench-report  the tables and plots again, from the CSV alone
 #   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py
 #                      and a smoke run of the harness in the guest (one
@@ -27,8 +28,13 @@ BENCH_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
 
 .PHONY: bench bench-report check-bench
 
+# WAITS=1 (the default): the wait attribution pass, stap/waits.stp.
+WAITS ?= 1
+BENCH_WAITS_KO = $(if $(filter 1,$(WAITS)),$(call stap_mod,waits))
+
 bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP)
-	$(BENCH_ENV) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
+	$(if $(BENCH_WAITS_KO),@$(MAKE) --no-print-directory stap)
+	$(BENCH_ENV) WAITS=$(WAITS) WAITS_KO=$(abspath $(call stap_mod,waits)) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
 		$(dir $(BENCH_PACK)) $(BENCH_PACKLOOKUP)
 
 bench-report:
@@ -36,4 +42,5 @@ bench-report:
 		-o $(BENCH_OUT)/BENCH-table.md --plots $(BENCH_OUT)/plots
 
 check-bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
-	$(BENCH_ENV) tests/run-tests tests/bench
+	@$(MAKE) --no-print-directory stap
+	$(BENCH_ENV) WAITS_KO=$(abspath $(call stap_mod,waits)) tests/run-tests tests/bench

@@ -129,6 +129,24 @@ TALK_2008_PRINTED = {
 }
 
 
+# Issue 25's targets for `plan`: not slower than `slurp` (the one-sided
+# upper bound of the Hodges-Lehmann shift plan - slurp at most 5% of slurp's
+# median), page cache at most 10% above `off`'s, and for the workloads named
+# read requests at least 1.5x below `full`'s.
+TARGET_SLOWER = 0.05
+TARGET_CACHE = 1.10
+TARGET_REQUESTS = 1.5
+TARGET_REQUEST_WORKLOADS = ("gdb", "emacs")
+# waits.csv (bench-job.sh, WAITS=1): one run per (workload, condition) under
+# stap/waits.stp.
+WAIT_COLUMNS = ("workload", "condition", "disk", "used_pages", "misses", "inflight_faults",
+                "cached_faults", "wait_fault_miss_ms", "wait_fault_inflight_ms",
+                "wait_pbitmap_record_ms", "wait_pbitmap_plan_ms", "wait_read_ms",
+                "wait_exec_ms", "wait_mmap_ms", "wait_open_ms", "wait_stat_ms",
+                "wait_other_ms", "skipped_probes", "output_ok", "miss_files")
+TARGET_COVERAGE = 0.95
+
+
 class CsvError(Exception):
     pass
 
@@ -424,7 +442,48 @@ class Report:
                              + ("SLOWER beyond noise" if slower else "not slower beyond noise")))
         return verdicts
 
-    def markdown(self, exec_runs=None, not_slower=None) -> str:
+    def targets_table(self, disk) -> str:
+        """Issue 25's targets for `plan` on `disk`, one row per workload run
+        under plan, slurp, full and off.  The bound on plan - slurp is the
+        upper end of the exact interval at level 1 - 2 * alpha / k (k the
+        workloads in the table): a one-sided bound at 1 - alpha / k, the
+        Bonferroni correction over the workloads, which Holm's step-down can
+        only make less strict."""
+        workloads = [w for w in self.workloads
+                     if all((disk, w, c) in self.cells for c in ("plan", "slurp", "full", BASELINE))]
+        if not workloads:
+            return ""
+        level = 1 - 2 * stats.ALPHA / len(workloads)
+        rows = []
+        for w in workloads:
+            slurp = self.values(disk, w, "slurp", "wall_s")
+            plan = self.values(disk, w, "plan", "wall_s")
+            _, hi = stats.shift_interval(slurp, plan, level=level)
+            shift = stats.hodges_lehmann(slurp, plan)
+            base = stats.median_iqr(slurp).median
+            slow_ok = hi <= TARGET_SLOWER * base
+            cache = self.summary(disk, w, "plan", "cache_growth_kb").median
+            cache_off = self.summary(disk, w, BASELINE, "cache_growth_kb").median
+            cache_ok = cache <= TARGET_CACHE * cache_off
+            req_full = self.summary(disk, w, "full", "read_requests").median
+            req_plan = self.summary(disk, w, "plan", "read_requests").median
+            req_ratio = req_full / req_plan if req_plan else float("inf")
+            req_cell = f"{req_ratio:.2f}x"
+            if w in TARGET_REQUEST_WORKLOADS:
+                req_cell += " PASS" if req_ratio >= TARGET_REQUESTS else " FAIL"
+            rows.append([
+                w, f"{fmt(base, 2)} / {fmt(stats.median_iqr(plan).median, 2)}",
+                f"{shift:+.3f} (<= {hi:+.3f})",
+                f"{hi / base:+.1%} " + ("PASS" if slow_ok else "FAIL"),
+                f"{cache / cache_off:.2f}x " + ("PASS" if cache_ok else "FAIL") if cache_off else "-",
+                req_cell])
+        return md_table(["workload", "wall s slurp / plan", "plan - slurp s (upper bound)",
+                         f"bound / slurp (<= +{TARGET_SLOWER:.0%})",
+                         f"cache plan / off (<= {TARGET_CACHE:.2f}x)",
+                         f"req full / plan (>= {TARGET_REQUESTS}x for "
+                         + ", ".join(TARGET_REQUEST_WORKLOADS) + ")"], rows)
+
+    def markdown(self, exec_runs=None, not_slower=None, waits=None) -> str:
         out = io.StringIO()
         w = out.write
         ntests = len(self.tests)
@@ -449,6 +508,21 @@ class Report:
             if any(k[0] == disk for k in self.tests):
                 w(f"\nAgainst `{BASELINE}` ({disk}):\n\n")
                 w(self.against_off_table(disk) + "\n")
+        targets = [(disk, self.targets_table(disk)) for disk in self.disks]
+        if any(t for _, t in targets):
+            w("\n### Issue 25's targets: `plan` against `slurp`, `off` and `full`\n\n"
+              "Wall time: medians of `slurp` and `plan`, the Hodges-Lehmann shift "
+              "`plan` - `slurp` with the upper end of its exact interval at level "
+              "1 - 2 alpha / k (one-sided, Bonferroni over the k workloads of the disk), "
+              f"which must be at most +{TARGET_SLOWER:.0%} of `slurp`'s median; page-cache "
+              f"growth of `plan` against `off` (medians, at most {TARGET_CACHE:.2f}x); read "
+              f"requests of `full` over `plan` (medians, at least {TARGET_REQUESTS}x for "
+              + " and ".join(TARGET_REQUEST_WORKLOADS) + ").\n")
+            for disk, table in targets:
+                if table:
+                    w(f"\n{disk}:\n\n{table}\n")
+        if waits:
+            w("\n### Where the cold starts wait (`stap/waits.stp`)\n\n" + waits_text(waits))
         w("\n### Beside the 2008 talk\n")
         w("\nTime and memory change against `off`, as in Andi Kleen's 2008 talk "
           "(\"Predictive bitmaps\", shared/seeds/001_*): ours are medians of wall "
@@ -615,6 +689,80 @@ def exec_table(runs: list) -> str:
     return md_table(["program", "pbitmap", "loops", "us per exec", "on / off"], rows)
 
 
+def read_waits(path: str) -> list:
+    """waits.csv: one dict per row, the numbers parsed."""
+    try:
+        with open(path, newline="") as f:
+            reader = csv.DictReader(f)
+            missing = [c for c in WAIT_COLUMNS if c not in (reader.fieldnames or ())]
+            if missing:
+                raise CsvError("missing column(s): " + ", ".join(missing))
+            rows = []
+            for n, row in enumerate(reader, start=2):
+                where = f"line {n}"
+                r = dict(row)
+                for c in WAIT_COLUMNS:
+                    if c in ("workload", "condition", "disk", "miss_files"):
+                        continue
+                    if c == "output_ok":
+                        r[c] = parse_bool(row[c], where)
+                    else:
+                        r[c] = parse_number(row[c], c, where)
+                rows.append(r)
+    except OSError as e:
+        raise CsvError(e.strerror) from e
+    if not rows:
+        raise CsvError("no rows")
+    return rows
+
+
+def waits_text(rows: list) -> str:
+    """The waits table of every disk: coverage, and the milliseconds a run
+    spent blocked, by cause."""
+    out = ["One cold run of each (workload, condition) under `stap/waits.stp`, after "
+           "the timed runs (the probes cost time: these runs are not in the tables "
+           "above). Coverage: 1 - misses / pages used, a miss being a first touch "
+           "that found its page neither cached nor in flight (one `filemap_fault` "
+           "that returned `VM_FAULT_MAJOR`), the pages used the workload's ground "
+           "truth (demand paging without read-around). In flight: faults that found "
+           "their page in the cache, not yet read, and waited. Then the time the run's "
+           "tasks were blocked (uninterruptible), by what they were doing: a fault "
+           "that missed, a fault on a page in flight, pbitmap's record read, "
+           "pbitmap's plan at exec outside it (path lookups: metadata), read(2), "
+           "the rest of exec, mmap, open and stat (their metadata), and anything "
+           "else. Misses by file: the files with the most misses.\n"]
+    skipped = [r for r in rows if r["skipped_probes"]]
+    for disk in ordered(r["disk"] for r in rows):
+        table = []
+        for r in rows:
+            if r["disk"] != disk:
+                continue
+            cov = 1 - r["misses"] / r["used_pages"] if r["used_pages"] else float("nan")
+            mark = ""
+            if r["workload"] in ("gdb", "emacs") and r["condition"] == "plan":
+                mark = " PASS" if cov >= TARGET_COVERAGE else " FAIL"
+            ms = lambda c: f"{r[c]:.0f}"  # noqa: E731
+            table.append([r["workload"], r["condition"], f"{r['used_pages']:.0f}",
+                          f"{r['misses']:.0f}", f"{cov:.1%}{mark}", f"{r['inflight_faults']:.0f}",
+                          ms("wait_fault_miss_ms"), ms("wait_fault_inflight_ms"),
+                          ms("wait_pbitmap_record_ms"), ms("wait_pbitmap_plan_ms"),
+                          ms("wait_read_ms"), ms("wait_exec_ms"), ms("wait_mmap_ms"),
+                          f"{r['wait_open_ms'] + r['wait_stat_ms']:.0f}", ms("wait_other_ms"),
+                          ("" if r["output_ok"] else "OUTPUT DIFFERED ")
+                          + " ".join(r["miss_files"].split()[:4])])
+        out.append(f"\n{disk} (coverage target for `plan`: at least {TARGET_COVERAGE:.0%} "
+                   "for gdb and emacs):\n\n")
+        out.append(md_table(["workload", "condition", "pages used", "misses", "coverage",
+                             "in flight", "ms miss", "ms in flight", "ms record", "ms plan",
+                             "ms read(2)", "ms exec", "ms mmap", "ms open+stat", "ms other",
+                             "misses by file (pages)"], table) + "\n")
+    if skipped:
+        out.append("\nsystemtap skipped probes in " + ", ".join(
+            f"{r['workload']}/{r['condition']}/{r['disk']} ({r['skipped_probes']:.0f})"
+            for r in skipped) + ": those rows undercount.\n")
+    return "".join(out)
+
+
 def write_atomic(path: str, data: bytes):
     """Write to a temporary file beside `path`, sync, rename over it."""
     directory = os.path.dirname(os.path.abspath(path))
@@ -644,6 +792,8 @@ def main(argv=None) -> int:
                     help="leave out runs with output_ok false instead of refusing the CSV")
     ap.add_argument("--exec-csv", metavar="EXEC.csv",
                     help="add the warm-exec microbenchmark's table")
+    ap.add_argument("--waits-csv", metavar="WAITS.csv",
+                    help="add the wait attribution table (bench-job.sh WAITS=1)")
     ap.add_argument("--not-slower", metavar="COND:DISK",
                     help="test that COND's wall time is not longer than off's on DISK")
     args = ap.parse_args(argv)
@@ -664,8 +814,15 @@ def main(argv=None) -> int:
         except CsvError as e:
             print(f"{PROG}: {args.exec_csv}: {e}", file=sys.stderr)
             return 1
+    waits = None
+    if args.waits_csv:
+        try:
+            waits = read_waits(args.waits_csv)
+        except CsvError as e:
+            print(f"{PROG}: {args.waits_csv}: {e}", file=sys.stderr)
+            return 1
     # Everything is computed before anything is written.
-    text = report.markdown(exec_runs, not_slower)
+    text = report.markdown(exec_runs, not_slower, waits)
     pictures = {}
     if args.plots:
         if not os.path.isdir(args.plots):

@@ -219,3 +219,52 @@ grep -qE '^\| gdb +\| +0\.60x \| +0\.89x \| +0\.60x \| +0\.89x \| +0\.50x \| +0\
 	fail "full-machine ratios: $(grep -A4 'iops150, full machine' pressure.md)"
 "$PYTHON" "$REPORT" synthetic.csv | grep -q 'full machine' && fail "a full-machine section without pressure runs"
 echo "ok: full-machine table"
+
+# Issue 25's targets (SYNTHETIC): gdb's plan is clearly faster than slurp
+# (0.50 s against 1.00 s) with 1.05x off's page cache and half full's
+# requests; python3's plan is clearly slower (1.50 s) with 1.20x off's cache.
+"$PYTHON" - <<'EOF2' || fail "cannot write the targets CSV"
+import csv
+with open("targets.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "output_ok"])
+    cells = {("gdb", "off"): (400, 1000, 2.0), ("gdb", "slurp"): (300, 5000, 1.0),
+             ("gdb", "full"): (300, 1000, 1.4), ("gdb", "plan"): (150, 1050, 0.5),
+             ("python3", "off"): (100, 1000, 1.0), ("python3", "slurp"): (80, 3000, 0.5),
+             ("python3", "full"): (60, 1000, 0.8), ("python3", "plan"): (50, 1200, 1.5)}
+    for (wl, cond), (reqs, cache, wall) in cells.items():
+        for run, d in enumerate((-0.02, -0.01, 0, 0.01, 0.02, 0.03), start=1):
+            w.writerow([wl, cond, run, "ebs", reqs, 2**20, 1, cache, wall + d, 1])
+EOF2
+"$PYTHON" "$REPORT" targets.csv -o targets.md 2>err || fail "report.py on targets.csv: $(cat err)"
+sed -n '/^### Issue 25/,/^###  *Beside/p' targets.md
+grep -qE '^\| gdb +\| +1\.0[01] / 0\.5[01] +\| +-0\.500 \(<= -0\.4[0-9]+\) +\| +-4[0-9]\.[0-9]% PASS +\| +1\.05x PASS +\| +2\.00x PASS +\|$' targets.md ||
+	fail "gdb's targets row: $(grep -E '^\| gdb +\| +[0-9.]+ /' targets.md)"
+grep -qE '^\| python3 +\| +0\.5[01] / 1\.5[01] +\| +\+1\.000 \(<= \+1\.0[0-9]+\) +\| +\+[0-9.]+% FAIL +\| +1\.20x FAIL +\| +1\.20x +\|$' targets.md ||
+	fail "python3's targets row: $(grep -E '^\| python3 +\| +[0-9.]+ /' targets.md)"
+"$PYTHON" "$REPORT" synthetic.csv | grep -q "Issue 25's targets" && fail "a targets section without plan runs"
+echo "ok: targets table"
+
+# The wait attribution table (SYNTHETIC waits.csv): coverage = 1 - misses /
+# pages used, the target marked for gdb and emacs under plan; a missing
+# column is refused and nothing written.
+{
+	echo "workload,condition,run,disk,used_pages,misses,inflight_faults,cached_faults,wait_fault_miss_ms,wait_fault_inflight_ms,wait_pbitmap_record_ms,wait_pbitmap_plan_ms,wait_read_ms,wait_exec_ms,wait_mmap_ms,wait_open_ms,wait_stat_ms,wait_other_ms,sleep_ms,stap_wall_ms,skipped_probes,output_ok,miss_files"
+	echo "gdb,off,0,ebs,1000,400,30,5,2000.4,100,0,0,10,50,0,5,6,1,0,3000,0,true,libLLVM.so:200 gdb:100"
+	echo "gdb,plan,0,ebs,1000,20,300,5,100,800,40,30,10,50,0,5,6,1,0,2000,0,true,gdb:20"
+	echo "emacs,plan,0,ebs,1000,100,300,5,100,800,40,30,10,50,0,5,6,1,0,2000,3,true,emacs:100"
+} >waits.csv
+"$PYTHON" "$REPORT" targets.csv --waits-csv waits.csv -o waits.md 2>err || fail "report.py --waits-csv: $(cat err)"
+sed -n '/^### Where the cold starts wait/,/^### Beside/p' waits.md
+grep -qE '^\| gdb +\| off +\| +1000 +\| +400 +\| +60\.0% +\| +30 +\| +2000 +\| +100 +\| +0 +\| +0 +\| +10 +\| +50 +\| +0 +\| +11 +\| +1 +\| +libLLVM.so:200 gdb:100 +\|$' waits.md ||
+	fail "gdb off's waits row: $(grep '^| gdb *| off' waits.md)"
+grep -qE '^\| gdb +\| plan +\| +1000 +\| +20 +\| +98\.0% PASS ' waits.md || fail "gdb plan's coverage: $(grep '^| gdb *| plan' waits.md)"
+grep -qE '^\| emacs +\| plan +\| +1000 +\| +100 +\| +90\.0% FAIL ' waits.md || fail "emacs plan's coverage: $(grep '^| emacs *| plan' waits.md)"
+grep -q 'skipped probes in emacs/plan/ebs (3)' waits.md || fail "skipped probes not reported"
+cut -d, -f1-5 waits.csv >short.csv
+cp waits.md before.md
+"$PYTHON" "$REPORT" targets.csv --waits-csv short.csv -o waits.md 2>err && fail "a waits CSV without its columns was accepted"
+grep -q 'short.csv: missing column(s): misses, inflight_faults' err || fail "unclear error: $(cat err)"
+cmp -s waits.md before.md || fail "a refused waits CSV changed the output"
+echo "ok: waits table"

@@ -14,7 +14,10 @@
 # and fewer read requests than `off` in every run under `full`, `audit` and
 # `plan`
 # (python3 and its five libraries are all stamped with the pages it faults:
-# 141 requests off, about 90 full when this test was written).  Needs the
+# 141 requests off, about 90 full when this test was written).  With WAITS=1
+# the harness runs each condition once more under stap/waits.stp: a row per
+# condition in waits.csv, misses under `off`, fewer under `full` and `plan`,
+# and the report's waits table.  Needs the
 # kernel, the guest image, build/pbitmap-run and build/pbitmap-audit.so
 # (make check-bench builds them) and nbdkit (make deps).
 
@@ -22,14 +25,14 @@
 source "$(dirname "$0")/benchlib.sh"
 command -v nbdkit >/dev/null || fail "nbdkit is not installed (make deps installs it)"
 for f in "${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage}" "${IMAGE:-$TOP/build/guest.img}" \
-	"$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so"; do
+	"$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "${WAITS_KO:-$TOP/build/stap/stap_waits.ko}"; do
 	[ -f "$f" ] || fail "$f missing (make check-bench builds it)"
 done
 # Kept after the test (build/ is git-ignored): the guest's output says what went wrong.
 out=$TOP/build/bench-smoke
 rm -rf "$out"
 rc=0
-RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 \
+RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 WAITS=1 \
 	"$BENCH_DIR/bench-run.sh" "$out" /nonexistent "$WORK" /nonexistent >"$WORK/log" 2>&1 || rc=$?
 cat "$WORK/log"
 ((rc == 0)) || fail "bench-run.sh exited $rc (log above; guest output in $out/latency/)"
@@ -78,6 +81,34 @@ plan=$(sed -n '/^start-up plans learned/,/^[^ ]/p' "$out/latency/results/setup.t
 grep -qE '^    plan +[1-9][0-9]* files' <<<"$plan" || fail "no learned plan with files: $plan"
 grep -q 'libc.so.6' <<<"$plan" || fail "the learned plan does not list libc.so.6: $plan"
 echo "$plan"
+# The wait attribution pass: one run per condition under waits.stp.
+"$PYTHON" - "$out/waits.csv" <<'EOF' || fail "waits.csv (above)"
+import csv, sys
+rows = {r["condition"]: r for r in csv.DictReader(open(sys.argv[1]))}
+errors = []
+def check(ok, what):
+    if not ok:
+        errors.append(what)
+check(sorted(rows) == ["audit", "full", "off", "plan"], f"waits.csv conditions {sorted(rows)}")
+for c, r in rows.items():
+    print(f"{c}: used {r['used_pages']} misses {r['misses']} in flight {r['inflight_faults']} "
+          f"ms miss {r['wait_fault_miss_ms']} in flight {r['wait_fault_inflight_ms']} "
+          f"record {r['wait_pbitmap_record_ms']} plan {r['wait_pbitmap_plan_ms']} files {r['miss_files']}")
+    check(r["output_ok"] == "true", f"{c}: output differed under waits.stp")
+    check(r["skipped_probes"] == "0", f"{c}: systemtap skipped {r['skipped_probes']} probes")
+    check(int(r["used_pages"]) > 0, f"{c}: {r['used_pages']} pages used")
+if "off" in rows:
+    off = int(rows["off"]["misses"])
+    check(off > 0 and float(rows["off"]["wait_fault_miss_ms"]) > 0,
+          f"off: {off} misses, {rows['off']['wait_fault_miss_ms']} ms charged to them")
+    for c in ("full", "plan"):
+        if c in rows:
+            check(int(rows[c]["misses"]) < off, f"{c}: {rows[c]['misses']} misses, off {off}")
+for e in errors:
+    print("  " + e)
+sys.exit(1 if errors else 0)
+EOF
+grep -q '^### Where the cold starts wait' "$out/BENCH-table.md" || fail "no waits table in BENCH-table.md"
 [ -s "$out/plots/python3.png" ] || fail "no boxplot python3.png"
 grep -q '^python3: .*files stamped; floor [0-9]* requests' "$out/latency/results/setup.txt" ||
 	fail "setup.txt does not say what was stamped: $(head -n 5 "$out/latency/results/setup.txt")"

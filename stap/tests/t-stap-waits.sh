@@ -1,0 +1,89 @@
+#!/bin/bash
+# Guest test (make stap-check): waits.stp around cold starts of `gcc -O2 -S`
+# (driver, cc1 and as stamped, bitmaps learned by `pbitmap record`) with
+# vm.pbitmap_enabled off and on, alternating, RUNS each (default 3).  For
+# every run it checks that
+#   - waits.stp's misses plus in-flight faults equal /usr/bin/time's major
+#     faults of the compile within 3 faults or 10%: getrusage counts a fault
+#     that was retried as major, and a miss or an in-flight wait is one such
+#     fault each (the rest of the difference: faults between fork and exec,
+#     which waits.stp, selecting by program name at exec, does not see);
+#   - with pbitmap off there are misses, and time was charged to them, and
+#     none to pbitmap's record reads;
+#   - with pbitmap on, time was charged to pbitmap's record reads (the
+#     three copies' records, read at exec, cold);
+# and that pbitmap on at least halves the misses (medians).  Prints the
+# table of each run.
+set -euo pipefail
+RUNS=${RUNS:-3}
+HERE=$PWD
+W=/var/tmp/t-stap-waits
+rm -rf "$W" && mkdir -p "$W" && cd "$W"
+export STAP_HERE=$HERE
+# shellcheck source=stap/guest-lib.sh
+. "$HERE/guest-lib.sh"
+stap_version_check
+gcc_workload "$W"
+
+cold() {	# condition(0|1) run-number
+	echo "$1" >/proc/sys/vm/pbitmap_enabled
+	start_stap waits "$W/waits-$1-$2.txt" progs=gcc,cc1,as
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	gcc_compile "out-$1-$2.s" /usr/bin/time -o "time-$1-$2.out" -f '%F'
+	stop_stap
+	cmp -s "out-$1-$2.s" learned.s || fail "output with pbitmap_enabled=$1 differs"
+}
+for i in $(seq "$RUNS"); do
+	if ((i % 2)); then cold 0 "$i"; cold 1 "$i"; else cold 1 "$i"; cold 0 "$i"; fi
+done
+echo 0 >/proc/sys/vm/pbitmap_enabled
+
+python3 - "$W" "$RUNS" <<'PY'
+import os, statistics, sys
+w, runs = sys.argv[1], int(sys.argv[2])
+bad, misses = [], {"0": [], "1": []}
+print("%-4s %3s | %6s %8s %6s | %8s | %10s %12s %10s" % (
+    "pb", "run", "misses", "inflight", "cached", "time maj", "ms miss", "ms inflight", "ms record"))
+for c in ("0", "1"):
+    for i in range(1, runs + 1):
+        path = os.path.join(w, "waits-%s-%d.txt" % (c, i))
+        faults, waits = None, {}
+        for line in open(path):
+            kind, _, rest = line.partition(" ")
+            kv = dict(f.split("=", 1) for f in rest.split() if "=" in f)
+            if kind == "faults":
+                faults = {k: int(v) for k, v in kv.items()}
+            elif kind == "wait" and "n" in kv:
+                waits[kv["cause"]] = int(kv["us"])
+        if faults is None:
+            bad.append("pb=%s run %d: no faults line from waits.stp" % (c, i))
+            continue
+        with open(os.path.join(w, "time-%s-%d.out" % (c, i))) as f:
+            tmaj = int(f.read().split()[-1])
+        miss, infl = faults["miss"], faults["inflight"]
+        rec = waits.get("pbitmap-record", 0)
+        print("%-4s %3d | %6d %8d %6d | %8d | %10.1f %12.1f %10.1f" % (
+            "on" if c == "1" else "off", i, miss, infl, faults["cached"], tmaj,
+            waits.get("fault-miss", 0) / 1000, waits.get("fault-inflight", 0) / 1000, rec / 1000))
+        tag = "pb=%s run %d" % (c, i)
+        if abs(miss + infl - tmaj) > max(3, 0.1 * tmaj):
+            bad.append("%s: misses %d + in flight %d vs time's major faults %d" % (tag, miss, infl, tmaj))
+        if c == "0":
+            if miss == 0 or waits.get("fault-miss", 0) == 0:
+                bad.append("%s: pbitmap off, %d misses, %d us charged to them" % (tag, miss, waits.get("fault-miss", 0)))
+            if rec:
+                bad.append("%s: pbitmap off, %d us charged to record reads" % (tag, rec))
+        elif rec == 0:
+            bad.append("%s: pbitmap on, no wait charged to its record reads" % tag)
+        misses[c].append(miss)
+if misses["0"] and misses["1"]:
+    off, on = statistics.median(misses["0"]), statistics.median(misses["1"])
+    print("\nmedian misses: off %g, on %g" % (off, on))
+    if not on * 2 <= off:
+        bad.append("misses %g -> %g: pbitmap on did not halve them" % (off, on))
+for b in bad:
+    print("FAIL:", b)
+if bad:
+    sys.exit(1)
+print("PASS: waits.stp's misses and in-flight faults agree with getrusage; misses %g -> %g" % (off, on))
+PY
