@@ -51,7 +51,7 @@
 # condition) under stap/waits.stp (not timed with the others: the probes cost
 # time): where each run waited, by cause, and how many first touches found
 # their page neither cached nor in flight (misses), against the pages the
-# workload uses (its ground truth): waits.csv, waits-files.txt.
+# workload uses (its ground truth): waits.csv, and waits/ (each run's output).
 #
 # Configuration: bench.conf beside the job (written by bench-run.sh), shell
 # assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
@@ -554,7 +554,7 @@ for line in open(path):
 if not faults:
     sys.exit("waits.stp printed no faults line in " + path)
 known = causes.split()
-row = [w, c, "0", disk, used, faults["miss"], faults["inflight"], faults["cached"]]
+row = [w, c, "0", disk, used, faults["miss"], faults["inflight"], faults["readahead"], faults["cached"]]
 row += ["%.1f" % (waits.get(k, 0) / 1000) for k in known]
 row.append("%.1f" % (sum(v for k, v in waits.items() if k not in known and k != "sleep") / 1000))
 row += ["%.1f" % (waits.get("sleep", 0) / 1000), ms, skipped, ok, " ".join(files[:12])]
@@ -565,7 +565,7 @@ if [ "$WAITS" = 1 ]; then
 	log "wait attribution: waits.stp, one run per (workload, condition)"
 	mkdir -p "$OUT/waits"
 	{
-		printf 'workload,condition,run,disk,used_pages,misses,inflight_faults,cached_faults'
+		printf 'workload,condition,run,disk,used_pages,misses,inflight_faults,readahead_faults,cached_faults'
 		for k in $WAIT_CAUSES; do printf ',wait_%s_ms' "${k//-/_}"; done
 		printf ',wait_other_ms,sleep_ms,stap_wall_ms,skipped_probes,output_ok,miss_files\n'
 	} >"$OUT/waits.csv"

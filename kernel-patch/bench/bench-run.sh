@@ -197,7 +197,12 @@ for disk in $DISK; do
 	if [ "$WAITS" = 1 ]; then
 		wcsv=$OUTDIR/$disk/results/waits.csv
 		[ -f "$wcsv" ] || die "disk $disk: WAITS=1 and no waits.csv"
-		if [ -f "$OUTDIR/waits.csv.new" ]; then tail -n +2 "$wcsv"; else cat "$wcsv"; fi >>"$OUTDIR/waits.csv.new"
+		# (the test before the redirection: >> creates the file first)
+		if [ -f "$OUTDIR/waits.csv.new" ]; then
+			tail -n +2 "$wcsv" >>"$OUTDIR/waits.csv.new"
+		else
+			cp "$wcsv" "$OUTDIR/waits.csv.new"
+		fi
 	fi
 	[ ! -f "$OUTDIR/$disk/results/exec.csv" ] || cp "$OUTDIR/$disk/results/exec.csv" "$OUTDIR/exec.csv"
 	first=0
