@@ -145,6 +145,7 @@ WAIT_COLUMNS = ("workload", "condition", "disk", "used_pages", "misses", "inflig
                 "wait_exec_ms", "wait_mmap_ms", "wait_open_ms", "wait_stat_ms",
                 "wait_other_ms", "skipped_probes", "output_ok", "miss_files")
 TARGET_COVERAGE = 0.95
+TARGET_COVERAGE_WORKLOADS = ("gdb", "emacs")
 
 
 class CsvError(Exception):
@@ -172,39 +173,49 @@ def parse_number(text: str, column: str, where: str) -> float:
     return v
 
 
-def read_runs(path: str) -> list:
-    """Every run as a dict; CsvError (with line number) on anything wrong."""
+def csv_rows(path: str, required) -> list:
+    """(line number, row) of every data row of the CSV at `path`, which must
+    have the `required` columns, each row all of them; CsvError (with the
+    line number) otherwise.  Shared by the three CSVs the report reads."""
     try:
         with open(path, newline="", encoding="utf-8") as f:
             reader = csv.DictReader(f)
-            missing = [c for c in REQUIRED if c not in (reader.fieldnames or ())]
+            missing = [c for c in required if c not in (reader.fieldnames or ())]
             if missing:
                 raise CsvError(f"missing column(s): {', '.join(missing)}")
-            runs, seen = [], {}
+            rows = []
             for row in reader:
-                where = f"line {reader.line_num}"
-                if None in row or any(row[c] is None for c in REQUIRED):
-                    raise CsvError(f"{where}: wrong number of fields")
-                run = {c: row[c].strip() for c in ("workload", "condition", "run", "disk")}
-                if not all(run.values()):
-                    raise CsvError(f"{where}: empty workload, condition, run or disk")
-                for fig in FIGURES:
-                    run[fig.column] = parse_number(row[fig.column], fig.column, where)
-                for col in (FLOOR, PHYS_FLOOR):
-                    value = (row.get(col) or "").strip()
-                    run[col] = parse_number(value, col, where) if value else None
-                run["output_ok"] = parse_bool(row["output_ok"], where)
-                run["line"] = reader.line_num
-                key = (run["disk"], run["workload"], run["condition"], run["run"])
-                if key in seen:
-                    raise CsvError(f"{where}: run {run['run']} of {key[1]}/{key[2]} on disk "
-                                   f"{key[0]} already given on line {seen[key]}")
-                seen[key] = reader.line_num
-                runs.append(run)
+                if None in row or any(row[c] is None for c in required):
+                    raise CsvError(f"line {reader.line_num}: wrong number of fields")
+                rows.append((reader.line_num, row))
     except OSError as e:
         raise CsvError(e.strerror or str(e)) from None
     except csv.Error as e:
         raise CsvError(str(e)) from None
+    return rows
+
+
+def read_runs(path: str) -> list:
+    """Every run as a dict; CsvError (with line number) on anything wrong."""
+    runs, seen = [], {}
+    for line, row in csv_rows(path, REQUIRED):
+        where = f"line {line}"
+        run = {c: row[c].strip() for c in ("workload", "condition", "run", "disk")}
+        if not all(run.values()):
+            raise CsvError(f"{where}: empty workload, condition, run or disk")
+        for fig in FIGURES:
+            run[fig.column] = parse_number(row[fig.column], fig.column, where)
+        for col in (FLOOR, PHYS_FLOOR):
+            value = (row.get(col) or "").strip()
+            run[col] = parse_number(value, col, where) if value else None
+        run["output_ok"] = parse_bool(row["output_ok"], where)
+        run["line"] = line
+        key = (run["disk"], run["workload"], run["condition"], run["run"])
+        if key in seen:
+            raise CsvError(f"{where}: run {run['run']} of {key[1]}/{key[2]} on disk "
+                           f"{key[0]} already given on line {seen[key]}")
+        seen[key] = line
+        runs.append(run)
     if not runs:
         raise CsvError("no runs")
     return runs
@@ -652,21 +663,13 @@ EXEC_COLUMNS = ("pbitmap", "program", "repeat", "execs", "us_per_exec")
 
 def read_exec_runs(path: str) -> list:
     """The warm-exec microbenchmark's CSV: a list of (pbitmap, program, us)."""
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in EXEC_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise CsvError("missing column(s): " + ", ".join(missing))
-            runs = []
-            for n, row in enumerate(reader, start=2):
-                where = f"line {n}"
-                if row["pbitmap"] not in ("off", "on"):
-                    raise CsvError(f"{where}: pbitmap is {row['pbitmap']!r}, not off or on")
-                runs.append((row["pbitmap"], row["program"],
-                             parse_number(row["us_per_exec"], "us_per_exec", where)))
-    except OSError as e:
-        raise CsvError(e.strerror) from e
+    runs = []
+    for line, row in csv_rows(path, EXEC_COLUMNS):
+        where = f"line {line}"
+        if row["pbitmap"] not in ("off", "on"):
+            raise CsvError(f"{where}: pbitmap is {row['pbitmap']!r}, not off or on")
+        runs.append((row["pbitmap"], row["program"],
+                     parse_number(row["us_per_exec"], "us_per_exec", where)))
     if not runs:
         raise CsvError("no rows")
     return runs
@@ -691,26 +694,18 @@ def exec_table(runs: list) -> str:
 
 def read_waits(path: str) -> list:
     """waits.csv: one dict per row, the numbers parsed."""
-    try:
-        with open(path, newline="") as f:
-            reader = csv.DictReader(f)
-            missing = [c for c in WAIT_COLUMNS if c not in (reader.fieldnames or ())]
-            if missing:
-                raise CsvError("missing column(s): " + ", ".join(missing))
-            rows = []
-            for n, row in enumerate(reader, start=2):
-                where = f"line {n}"
-                r = dict(row)
-                for c in WAIT_COLUMNS:
-                    if c in ("workload", "condition", "disk", "miss_files"):
-                        continue
-                    if c == "output_ok":
-                        r[c] = parse_bool(row[c], where)
-                    else:
-                        r[c] = parse_number(row[c], c, where)
-                rows.append(r)
-    except OSError as e:
-        raise CsvError(e.strerror) from e
+    rows = []
+    for line, row in csv_rows(path, WAIT_COLUMNS):
+        where = f"line {line}"
+        r = dict(row)
+        for c in WAIT_COLUMNS:
+            if c in ("workload", "condition", "disk", "miss_files"):
+                continue
+            if c == "output_ok":
+                r[c] = parse_bool(row[c], where)
+            else:
+                r[c] = parse_number(row[c], c, where)
+        rows.append(r)
     if not rows:
         raise CsvError("no rows")
     return rows
@@ -739,7 +734,7 @@ def waits_text(rows: list) -> str:
                 continue
             cov = 1 - r["misses"] / r["used_pages"] if r["used_pages"] else float("nan")
             mark = ""
-            if r["workload"] in ("gdb", "emacs") and r["condition"] == "plan":
+            if r["workload"] in TARGET_COVERAGE_WORKLOADS and r["condition"] == "plan":
                 mark = " PASS" if cov >= TARGET_COVERAGE else " FAIL"
             ms = lambda c: f"{r[c]:.0f}"  # noqa: E731
             table.append([r["workload"], r["condition"], f"{r['used_pages']:.0f}",
@@ -751,7 +746,7 @@ def waits_text(rows: list) -> str:
                           ("" if r["output_ok"] else "OUTPUT DIFFERED ")
                           + " ".join(r["miss_files"].split()[:4])])
         out.append(f"\n{disk} (coverage target for `plan`: at least {TARGET_COVERAGE:.0%} "
-                   "for gdb and emacs):\n\n")
+                   f"for {' and '.join(TARGET_COVERAGE_WORKLOADS)}):\n\n")
         out.append(md_table(["workload", "condition", "pages used", "misses", "coverage",
                              "in flight", "ms miss", "ms in flight", "ms record", "ms plan",
                              "ms read(2)", "ms exec", "ms mmap", "ms open+stat", "ms other",
