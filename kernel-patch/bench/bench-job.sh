@@ -383,9 +383,8 @@ PY
 }
 declare -A floor=() pfloor=() used=()
 for w in "${workloads[@]}"; do
+	# The pages W uses: its ground truth (waits.stp's coverage).
 	used[$w]=$(python3 -c 'import json, sys; print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$w.truth")
-done
-for w in "${workloads[@]}"; do
 	floor_of "$w" $A; floor[$w,A]=$FLOOR pfloor[$w,A]=$PFLOOR
 	if { has_condition learned || has_condition plan; }; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
 done
@@ -432,17 +431,25 @@ preload_list() {	# W: the files W maps, in the tree A
 	PRELOAD=()
 	while read -r f; do PRELOAD+=("$A$f"); done <<<"${files[$1]}"
 }
+run_of() {	# W C: sets ROOT (the tree C runs in) and RUN (W's command line under C)
+	ROOT=$A
+	[ "$2" = learned ] || [ "$2" = plan ] && ROOT=$B
+	RUN=(chroot "$ROOT")
+	[ "$2" = user ] && RUN+=(/usr/local/bin/pbitmap-run -q --)
+	[ "$2" = audit ] && RUN+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
+	# shellcheck disable=SC2206
+	RUN+=(${cmd[$1]})
+}
+output_ok() {	# W ROOT: W.out, gcc's .s appended, is the reference output
+	[ "$1" != gcc ] || cat "$2/tmp/out.s" >>"$1.out"
+	[ "$(sha256sum <"$1.out")" = "${ref[$1]}" ]
+}
 one_run() {	# W C K
-	local w=$1 c=$2 root=$A tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 maj wall status line last='' ok
+	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 maj wall status line last='' ok
 	local -a run
-	[ "$c" = learned ] || [ "$c" = plan ] && root=$B tree=B
-	# shellcheck disable=SC2206
-	run=(chroot $root ${cmd[$w]})
-	# shellcheck disable=SC2206
-	[ "$c" = user ] && run=(chroot "$root" /usr/local/bin/pbitmap-run -q -- ${cmd[$w]})
-	# shellcheck disable=SC2206
-	[ "$c" = audit ] &&
-		run=(chroot "$root" /usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so ${cmd[$w]})
+	run_of "$w" "$c"
+	root=$ROOT run=("${RUN[@]}")
+	[ "$root" = "$B" ] && tree=B
 	set_condition off
 	drain
 	if [ "$c" = warm ]; then
@@ -479,9 +486,8 @@ one_run() {	# W C K
 	# time writes "Command exited with non-zero status N" first on failure.
 	while read -r line; do last=$line; done <time.out
 	read -r maj wall status <<<"$last"
-	[ "$w" != gcc ] || cat "$root/tmp/out.s" >>"$w.out"
 	ok=false
-	[ "$status" = 0 ] && [ "$(sha256sum <"$w.out")" = "${ref[$w]}" ] && ok=true
+	output_ok "$w" "$root" && [ "$status" = 0 ] && ok=true
 	[ $ok = true ] || cp "$w.out" "$OUT/bad-output.$w.$c.$3"
 	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0)),${pfloor[$w,$tree]}" >>"$OUT/bench.csv"
 }
@@ -514,14 +520,10 @@ echo "runs: $total in $((EPOCHSECONDS - t_runs)) s; set-up $((t_runs - t_start))
 # count) are left out.
 WAIT_CAUSES="fault-miss fault-inflight pbitmap-record pbitmap-plan read exec mmap open stat"
 waits_run() {	# W C
-	local w=$1 c=$2 root=$A out err t0 t1 skipped ok
-	[ "$c" = learned ] || [ "$c" = plan ] && root=$B
+	local w=$1 c=$2 root out err t0 t1 skipped ok
+	run_of "$w" "$c"
+	root=$ROOT
 	out=$OUT/waits/$w.$c.txt err=$OUT/waits/$w.$c.err
-	local -a run=(chroot "$root")
-	[ "$c" = user ] && run+=(/usr/local/bin/pbitmap-run -q --)
-	[ "$c" = audit ] && run+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
-	# shellcheck disable=SC2206
-	run+=(${cmd[$w]})
 	set_condition off
 	drain
 	drop
@@ -529,14 +531,13 @@ waits_run() {	# W C
 	t0=${EPOCHREALTIME/./}
 	# staprun -c splits its command with wordexp(3), which takes no
 	# redirections: a script does them.
-	printf '#!/bin/bash\nexec %s >%q 2>&1 </dev/null\n' "$(printf '%q ' "${run[@]}")" "$PWD/$w.out" >waits-cmd.sh
+	printf '#!/bin/bash\nexec %s >%q 2>&1 </dev/null\n' "$(printf '%q ' "${RUN[@]}")" "$PWD/$w.out" >waits-cmd.sh
 	staprun -o "$out" -c "/bin/bash $PWD/waits-cmd.sh" "$JOB/stap_waits.ko" 2>"$err" ||
 		die "waits.stp for $w $c failed: $(tail -n 3 "$err")"
 	t1=${EPOCHREALTIME/./}
 	set_condition off
-	[ "$w" != gcc ] || cat "$root/tmp/out.s" >>"$w.out"
 	ok=false
-	[ "$(sha256sum <"$w.out")" = "${ref[$w]}" ] && ok=true
+	output_ok "$w" "$root" && ok=true
 	skipped=$(sed -n 's/.*skipped probes: \([0-9]*\).*/\1/p' "$err" | tail -n 1)
 	python3 - "$out" "$w" "$c" "$DISK" "${used[$w]}" "$(((t1 - t0) / 1000))" "${skipped:-0}" "$ok" "$WAIT_CAUSES" <<'PY' >>"$OUT/waits.csv"
 import sys

@@ -30,10 +30,9 @@ BENCH_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
 
 # WAITS=1 (the default): the wait attribution pass, stap/waits.stp.
 WAITS ?= 1
-BENCH_WAITS_KO = $(if $(filter 1,$(WAITS)),$(call stap_mod,waits))
 
 bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP)
-	$(if $(BENCH_WAITS_KO),@$(MAKE) --no-print-directory stap)
+	$(if $(filter 1,$(WAITS)),@$(MAKE) --no-print-directory stap)
 	$(BENCH_ENV) WAITS=$(WAITS) WAITS_KO=$(abspath $(call stap_mod,waits)) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
 		$(dir $(BENCH_PACK)) $(BENCH_PACKLOOKUP)
 
