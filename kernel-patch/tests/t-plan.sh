@@ -3,8 +3,9 @@
 # "Start-up plans"), read at exec with its record and submitted in one batch.
 #
 # Built in the guest: prog, a small program linked (absolute RUNPATH) with
-# libbig.so, a private library of 2 MiB, which dlopen()s mod.so (2 MiB) by
-# its absolute path and touches scattered pages of both; and reach.so, a
+# libbig.so, a private library of 2 MiB, and libtiny.so, one far below the
+# readahead window and not stamped, which dlopen()s mod.so (2 MiB) by its
+# absolute path and touches scattered pages of both; and reach.so, a
 # module in a directory only root may search.  The libraries are stamped
 # and marked with exactly the pages one cold run faults (ground_truth.py);
 # prog gets a plan area and `pbitmap plan prog libbig.so mod.so`.
@@ -21,10 +22,16 @@
 #     unstamped files);
 #   - learned: a copy of prog with an empty plan area, run with
 #     vm.pbitmap_learn=1 loading hidden/reach.so (a directory only root may
-#     search): the plan lists libbig.so alone, not the private path; run
-#     again loading mod.so: the plan is libbig.so then mod.so (pbitmap show
-#     --json), and the next cold start follows it (one plan run, two files,
-#     one record read);
+#     search): the plan's files above the readahead window are libbig.so
+#     alone, not the private path; run again loading mod.so: they are
+#     libbig.so then mod.so (pbitmap show --json), the files at or below
+#     the window (libtiny.so among them) listed whole, one range each, and
+#     the next cold start follows it (one plan run, every file opened, one
+#     record read);
+#   - libtiny.so replaced after that (a new inode): skipped and counted,
+#     and the plan still covers libbig.so and mod.so (one record read): a
+#     small file is never looked up at mmap, so skipping it leaves nothing
+#     to cover;
 #   - a library replaced after the plan was written (a new inode, its
 #     record copied along): skipped and counted (pbitmap_plan_skip_changed
 #     1), the program runs, and with a file skipped nothing is covered:
@@ -73,17 +80,19 @@ EOF
 gen_lib libbig big_sum
 gen_lib mod mod_sum
 gen_lib reach mod_sum
+echo 'int tiny(void) { return 1; }' >libtiny.c
 cat >prog.c <<EOF
 #include <dlfcn.h>
 #include <stdio.h>
 unsigned long big_sum(void);
+int tiny(void);
 int main(int argc, char **argv)
 {
 	const char *mod = argc > 1 ? argv[1] : "$W/mod.so";
 	void *h = dlopen(mod, RTLD_NOW);
 	unsigned long (*f)(void) = h ? (unsigned long (*)(void))dlsym(h, "mod_sum") : 0;
 
-	printf("big %lu mod %s\n", big_sum(), f ? "loaded" : "absent");
+	printf("big %lu tiny %d mod %s\n", big_sum(), tiny(), f ? "loaded" : "absent");
 	if (f)
 		printf("mod %lu\n", f());
 	return 0;
@@ -91,9 +100,13 @@ int main(int argc, char **argv)
 EOF
 gcc -O1 -shared -fPIC -o libbig.so libbig.c || fail "cannot build libbig.so"
 gcc -O1 -shared -fPIC -o mod.so mod.c || fail "cannot build mod.so"
+gcc -O1 -shared -fPIC -o libtiny.so libtiny.c || fail "cannot build libtiny.so"
+ra_kb=$(cat /sys/block/vda/queue/read_ahead_kb)
+(($(stat -c %s libtiny.so) <= ra_kb * 1024)) ||
+	fail "libtiny.so is $(stat -c %s libtiny.so) bytes, above the readahead window ($ra_kb KiB)"
 mkdir -m 700 hidden
 gcc -O1 -shared -fPIC -o hidden/reach.so reach.c || fail "cannot build reach.so"
-gcc -O1 -o prog prog.c -L"$W" -lbig -Wl,-rpath,"$W" -ldl || fail "cannot build prog"
+gcc -O1 -o prog prog.c -L"$W" -lbig -ltiny -Wl,-rpath,"$W" -ldl || fail "cannot build prog"
 rm -f ./*.c
 ./prog >want.out || fail "prog does not run"
 grep -q 'mod loaded' want.out || fail "prog did not load mod.so: $(cat want.out)"
@@ -173,20 +186,36 @@ trap 'learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
 echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
 echo 1 >/proc/sys/vm/pbitmap_learn
 cold_cond on
-# learned_files FILE...: the learned plan lists exactly FILE... in order.
+# learned_files FILE...: the files of the learned plan larger than the
+# readahead window are exactly FILE..., in order; the others, libtiny.so
+# among them, are listed whole (one range from 0 to the end of the file).
+# Sets nr_learned to the number of files listed.
 learned_files() {
 	pbitmap show --json prog-learn >learned.json || fail "pbitmap show prog-learn"
-	python3 - learned.json "$@" <<'PY' || fail "the learned plan: $(pbitmap show prog-learn | sed -n '/plan/,$p')"
+	python3 - learned.json "$((ra_kb * 1024))" "$W/libtiny.so" "$@" >learned.nr <<'PY' ||
 import json, sys
 rec = json.load(open(sys.argv[1]))[0]
-files = [f["path"] for f in rec.get("plan", {}).get("files", [])]
-want = sys.argv[2:]
-if files != want:
-    sys.exit("learned plan lists %s, want %s" % (files, want))
-if not all(f["state"] == "current" for f in rec["plan"]["files"]):
-    sys.exit("learned plan: %s" % rec["plan"]["files"])
-print("learned plan: " + ", ".join(files) + ", %d ranges" % len(rec["plan"]["steps"]))
+window, tiny, want = int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+plan = rec.get("plan", {"files": [], "steps": []})
+files = plan["files"]
+big = [f["path"] for f in files if f["size"] > window]
+if big != want:
+    sys.exit("learned plan lists %s above the readahead window, want %s" % (big, want))
+if not all(f["state"] == "current" for f in files):
+    sys.exit("learned plan: %s" % files)
+small = [f["path"] for f in files if f["size"] <= window]
+if tiny not in small:
+    sys.exit("learned plan does not list %s: %s" % (tiny, small))
+for i, f in enumerate(files):
+    steps = [s for s in plan["steps"] if s[0] == i]
+    if f["size"] <= window and steps != [[i, 0, (f["size"] + 4095) // 4096]]:
+        sys.exit("learned plan: %s (%d bytes) not listed whole: %s" % (f["path"], f["size"], steps))
+print("learned plan: " + ", ".join(want) + "; whole: " + ", ".join(small) +
+      "; %d ranges" % len(plan["steps"]), file=sys.stderr)
+print(len(files))
 PY
+		fail "the learned plan: $(pbitmap show prog-learn | sed -n '/plan/,$p')"
+	nr_learned=$(cat learned.nr)
 }
 echo 1 >/proc/sys/vm/pbitmap_learn
 one learning-private ./prog-learn "$W/hidden/reach.so"
@@ -200,10 +229,20 @@ learn_reset
 learned_files "$W/libbig.so" "$W/mod.so"
 one learned ./prog-learn
 cmp -s learned.out want.out || fail "the learned plan's run: $(cat learned.out)"
-[ "$(d learned pbitmap_plan_exec)" = 1 ] && [ "$(d learned pbitmap_plan_files)" = 2 ] &&
+[ "$(d learned pbitmap_plan_exec)" = 1 ] && [ "$(d learned pbitmap_plan_files)" = "$nr_learned" ] &&
 	[ "$(reads learned)" = 1 ] ||
-	fail "following the learned plan: plan_exec $(d learned pbitmap_plan_exec), files $(d learned pbitmap_plan_files), records read $(reads learned)"
-echo "ok: the kernel learned the plan (libbig.so, mod.so) and the next start follows it"
+	fail "following the learned plan: plan_exec $(d learned pbitmap_plan_exec), files $(d learned pbitmap_plan_files) of $nr_learned, records read $(reads learned)"
+echo "ok: the kernel learned the plan (libbig.so, mod.so; $((nr_learned - 2)) small files whole) and the next start follows it"
+
+# A small file of the learned plan replaced: skipped, the rest still covered.
+cp libtiny.so libtiny.new && mv libtiny.new libtiny.so
+one tiny-replaced ./prog-learn
+cmp -s tiny-replaced.out want.out || fail "after libtiny.so was replaced: $(cat tiny-replaced.out)"
+[ "$(d tiny-replaced pbitmap_plan_skip_changed)" = 1 ] &&
+	[ "$(d tiny-replaced pbitmap_plan_files)" = $((nr_learned - 1)) ] &&
+	[ "$(reads tiny-replaced)" = 1 ] ||
+	fail "replaced small library: plan_skip_changed $(d tiny-replaced pbitmap_plan_skip_changed) (want 1), files $(d tiny-replaced pbitmap_plan_files) (want $((nr_learned - 1))), records read $(reads tiny-replaced) (want 1: libbig.so and mod.so still covered)"
+echo "ok: a replaced small library is skipped and counted; the plan still covers the others"
 
 # A library replaced after the plan was written.
 cold_cond on
