@@ -4,9 +4,10 @@
 #
 # Built in the guest: prog, a small program linked (absolute RUNPATH) with
 # libbig.so, a private library of 2 MiB, and libtiny.so, one far below the
-# readahead window and not stamped, which dlopen()s mod.so (2 MiB) by its
-# absolute path and touches scattered pages of both; and reach.so, a
-# module in a directory only root may search.  The libraries are stamped
+# readahead window and not stamped; prog dlopen()s mod.so (2 MiB) by its
+# absolute path and touches scattered pages of libbig.so and mod.so; and
+# reach.so and small.so (2 MiB, and below the window), modules in a
+# directory only root may search.  The libraries are stamped
 # and marked with exactly the pages one cold run faults (ground_truth.py);
 # prog gets a plan area and `pbitmap plan prog libbig.so mod.so`.
 #
@@ -23,7 +24,8 @@
 #   - learned: a copy of prog with an empty plan area, run with
 #     vm.pbitmap_learn=1 loading hidden/reach.so (a directory only root may
 #     search): the plan's files above the readahead window are libbig.so
-#     alone, not the private path; run again loading mod.so: they are
+#     alone, not the private path; the same loading hidden/small.so: no
+#     file of hidden/ listed, small or not; run again loading mod.so: they are
 #     libbig.so then mod.so (pbitmap show --json), the files at or below
 #     the window (libtiny.so among them) listed whole, one range each, and
 #     the next cold start follows it (one plan run, every file opened, one
@@ -32,6 +34,10 @@
 #     and the plan still covers libbig.so and mod.so (one record read): a
 #     small file is never looked up at mmap, so skipping it leaves nothing
 #     to cover;
+#   - a copy owned by nobody and stamped --learn=every, learned from root's
+#     run (vm.pbitmap_learn=2): its plan lists libbig.so and mod.so and no
+#     file at or below the window (a file without a record is listed only
+#     from a learner that owns the executable);
 #   - a library replaced after the plan was written (a new inode, its
 #     record copied along): skipped and counted (pbitmap_plan_skip_changed
 #     1), the program runs, and with a file skipped nothing is covered:
@@ -80,6 +86,7 @@ EOF
 gen_lib libbig big_sum
 gen_lib mod mod_sum
 gen_lib reach mod_sum
+echo 'unsigned long mod_sum(void) { return 2; }' >small.c
 echo 'int tiny(void) { return 1; }' >libtiny.c
 cat >prog.c <<EOF
 #include <dlfcn.h>
@@ -106,6 +113,7 @@ ra_kb=$(cat /sys/block/vda/queue/read_ahead_kb)
 	fail "libtiny.so is $(stat -c %s libtiny.so) bytes, above the readahead window ($ra_kb KiB)"
 mkdir -m 700 hidden
 gcc -O1 -shared -fPIC -o hidden/reach.so reach.c || fail "cannot build reach.so"
+gcc -O1 -shared -fPIC -o hidden/small.so small.c || fail "cannot build small.so"
 gcc -O1 -o prog prog.c -L"$W" -lbig -ltiny -Wl,-rpath,"$W" -ldl || fail "cannot build prog"
 rm -f ./*.c
 ./prog >want.out || fail "prog does not run"
@@ -186,16 +194,20 @@ trap 'learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
 echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
 echo 1 >/proc/sys/vm/pbitmap_learn
 cold_cond on
-# learned_files FILE...: the files of the learned plan larger than the
-# readahead window are exactly FILE..., in order; the others, libtiny.so
-# among them, are listed whole (one range from 0 to the end of the file).
-# Sets nr_learned to the number of files listed.
-learned_files() {
-	pbitmap show --json prog-learn >learned.json || fail "pbitmap show prog-learn"
-	python3 - learned.json "$((ra_kb * 1024))" "$W/libtiny.so" "$@" >learned.nr <<'PY' ||
-import json, sys
+# learned_check PROG TINY FILE...: the files of PROG's learned plan larger
+# than the readahead window are exactly FILE..., in order; TINY (or, with
+# TINY "-", no file at or below the window) is among the others, each
+# listed whole (one range from 0 to the end of the file), /etc/ld.so.cache
+# among them when it is that small; no file of $W/hidden is listed.  Sets
+# nr_learned to the number of files listed.
+learned_check() {
+	local prog=$1 tiny=$2
+	shift 2
+	pbitmap show --json "$prog" >learned.json || fail "pbitmap show $prog"
+	python3 - learned.json "$((ra_kb * 1024))" "$W/hidden/" "$tiny" "$@" >learned.nr <<'PY' ||
+import json, os, sys
 rec = json.load(open(sys.argv[1]))[0]
-window, tiny, want = int(sys.argv[2]), sys.argv[3], sys.argv[4:]
+window, hidden, tiny, want = int(sys.argv[2]), sys.argv[3], sys.argv[4], sys.argv[5:]
 plan = rec.get("plan", {"files": [], "steps": []})
 files = plan["files"]
 big = [f["path"] for f in files if f["size"] > window]
@@ -203,30 +215,45 @@ if big != want:
     sys.exit("learned plan lists %s above the readahead window, want %s" % (big, want))
 if not all(f["state"] == "current" for f in files):
     sys.exit("learned plan: %s" % files)
+if any(f["path"].startswith(hidden) for f in files):
+    sys.exit("learned plan lists a file of %s" % hidden)
 small = [f["path"] for f in files if f["size"] <= window]
-if tiny not in small:
-    sys.exit("learned plan does not list %s: %s" % (tiny, small))
+if tiny == "-":
+    if small:
+        sys.exit("learned plan lists files without a record: %s" % small)
+else:
+    if tiny not in small:
+        sys.exit("learned plan does not list %s: %s" % (tiny, small))
+    cache = "/etc/ld.so.cache"
+    if (os.path.getsize(cache) <= window) != (cache in small):
+        sys.exit("%s is %d bytes (window %d) and %slisted" %
+                 (cache, os.path.getsize(cache), window, "" if cache in small else "not "))
 for i, f in enumerate(files):
     steps = [s for s in plan["steps"] if s[0] == i]
     if f["size"] <= window and steps != [[i, 0, (f["size"] + 4095) // 4096]]:
         sys.exit("learned plan: %s (%d bytes) not listed whole: %s" % (f["path"], f["size"], steps))
-print("learned plan: " + ", ".join(want) + "; whole: " + ", ".join(small) +
+print("learned plan: " + ", ".join(want) + "; whole: " + (", ".join(small) or "none") +
       "; %d ranges" % len(plan["steps"]), file=sys.stderr)
 print(len(files))
 PY
-		fail "the learned plan: $(pbitmap show prog-learn | sed -n '/plan/,$p')"
+		fail "the learned plan: $(pbitmap show "$prog" | sed -n '/plan/,$p')"
 	nr_learned=$(cat learned.nr)
 }
 echo 1 >/proc/sys/vm/pbitmap_learn
 one learning-private ./prog-learn "$W/hidden/reach.so"
 grep -q 'mod loaded' learning-private.out || fail "root could not load hidden/reach.so"
 learn_flush
-learned_files "$W/libbig.so"
+learned_check prog-learn "$W/libtiny.so" "$W/libbig.so"
+echo 1 >/proc/sys/vm/pbitmap_learn
+one learning-private-small ./prog-learn "$W/hidden/small.so"
+grep -q 'mod loaded' learning-private-small.out || fail "root could not load hidden/small.so"
+learn_flush
+learned_check prog-learn "$W/libtiny.so" "$W/libbig.so"
 echo 1 >/proc/sys/vm/pbitmap_learn
 one learning ./prog-learn
 learn_flush
 learn_reset
-learned_files "$W/libbig.so" "$W/mod.so"
+learned_check prog-learn "$W/libtiny.so" "$W/libbig.so" "$W/mod.so"
 one learned ./prog-learn
 cmp -s learned.out want.out || fail "the learned plan's run: $(cat learned.out)"
 [ "$(d learned pbitmap_plan_exec)" = 1 ] && [ "$(d learned pbitmap_plan_files)" = "$nr_learned" ] &&
@@ -243,6 +270,19 @@ cmp -s tiny-replaced.out want.out || fail "after libtiny.so was replaced: $(cat 
 	[ "$(reads tiny-replaced)" = 1 ] ||
 	fail "replaced small library: plan_skip_changed $(d tiny-replaced pbitmap_plan_skip_changed) (want 1), files $(d tiny-replaced pbitmap_plan_files) (want $((nr_learned - 1))), records read $(reads tiny-replaced) (want 1: libbig.so and mod.so still covered)"
 echo "ok: a replaced small library is skipped and counted; the plan still covers the others"
+
+# Learned from a learner that does not own the executable: no small files.
+cp --preserve=xattr prog-records prog-every
+pbitmap add -q --learn=every prog-every || fail "pbitmap add --learn=every prog-every"
+chown 65534 prog-every
+echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
+echo 2 >/proc/sys/vm/pbitmap_learn
+one learning-every ./prog-every
+learn_flush
+learn_reset
+cmp -s learning-every.out want.out || fail "prog-every: $(cat learning-every.out)"
+learned_check prog-every - "$W/libbig.so" "$W/mod.so"
+echo "ok: learned from root's run of nobody's copy: libbig.so and mod.so, no file without a record"
 
 # A library replaced after the plan was written.
 cold_cond on
