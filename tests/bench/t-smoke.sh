@@ -98,8 +98,13 @@ for c, r in rows.items():
     # With two vCPUs systemtap may skip a probe whose handler could not
     # take a global map's lock in time (or that fired inside another
     # handler); a few leave the counts compared below far apart, and the
-    # report marks the row.
-    check(int(r["skipped_probes"]) <= 3, f"{c}: systemtap skipped {r['skipped_probes']} probes")
+    # report marks the row.  Only the rows whose counts are compared below
+    # are held to it: the audit row's are printed, never compared, and
+    # the CI run of 74d3323 saw 5 skipped there with the rest sound.
+    if c in ("off", "full", "plan"):
+        check(int(r["skipped_probes"]) <= 3, f"{c}: systemtap skipped {r['skipped_probes']} probes")
+    elif int(r["skipped_probes"]):
+        print(f"  {c}: systemtap skipped {r['skipped_probes']} probes (counts not compared)")
     check(int(r["used_pages"]) > 0, f"{c}: {r['used_pages']} pages used")
 if "off" in rows:
     off = int(rows["off"]["misses"])
