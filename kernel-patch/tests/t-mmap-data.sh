@@ -11,7 +11,9 @@
 #   scattered: at least 10x fewer major faults, no more read requests;
 #   both: the output (a checksum of the bytes read) identical to the
 #   ground-truth run's; one pbitmap_prefetch per run with pbitmap on, none
-#   with it off.
+#   with it off; with the gap from the device (vm.pbitmap_merge_gap_kb -1),
+#   the pages submitted at most the marked ones plus half a readahead window
+#   per marked run (pbitmap_join_within()'s budget).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -19,7 +21,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cold_begin t-mmap-data
 cold_need_ground_truth
 cold_need_sysctls pbitmap_enabled pbitmap_mmap pbitmap_merge_gap_kb
-cold_need_counters pbitmap_prefetch pbitmap_pages_submitted
+cold_need_counters pbitmap_prefetch pbitmap_pages_submitted pbitmap_pages_marked
 
 gcc -std=c11 -O2 -Wall -Wextra -Werror -o mmap-index "$HERE/mmap-index.c" ||
 	fail "cannot build mmap-index"
@@ -37,8 +39,10 @@ for mode in clustered scattered; do
 	[ "$(getfattr --only-values -n user.pbitmap "data-$mode" | head -c 4)" = PBXZ ] ||
 		fail "data-$mode carries no PBXZ record in user.pbitmap"
 	# What an ideal prefetch would submit: the marked granules, runs closer
-	# than the merge gap joined (printed, not asserted).
-	gap_kb=$(cat /proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || echo 256)
+	# than the merge gap joined (printed, not asserted).  With the gap from
+	# the device (-1), the one of a rotational disk, the most it joins.
+	gap_kb=$(cat /proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || echo -1)
+	((gap_kb >= 0)) || gap_kb=1024
 	pbitmap show --json "data-$mode" | python3 -c '
 import json, sys
 r, gap = json.load(sys.stdin)[0], int(sys.argv[1]) << 10
@@ -52,6 +56,19 @@ print("%s: %d granules of %d KiB marked in %d ranges, %d extents once gaps <= %d
          len(r["prefetch"]["ranges"]), ext, gap >> 10))' "$gap_kb" "data-$mode"
 done
 
+# The file's device's readahead window, in pages (a partition shares its disk's).
+majmin=$(stat -c '%Hd:%Ld' data-clustered)
+ra_kb=$(cat "/sys/dev/block/$majmin/queue/read_ahead_kb" 2>/dev/null ||
+	cat "/sys/dev/block/$majmin/../queue/read_ahead_kb" 2>/dev/null) ||
+	fail "no read_ahead_kb for the device $majmin of the data files"
+ra_pages=$((ra_kb * 1024 / $(getconf PAGESIZE)))
+gap_kb=$(cat /proc/sys/vm/pbitmap_merge_gap_kb)
+declare -A runs
+for mode in clustered scattered; do
+	runs[$mode]=$(pbitmap show --json "data-$mode" |
+		python3 -c 'import json, sys; print(len(json.load(sys.stdin)[0]["prefetch"]["ranges"]))')
+done
+
 checks_out() {		# label output-file mode
 	cmp -s "$2" "want-$3" || fail "$1: output differs from the ground-truth run: $(cat "$2")"
 }
@@ -62,12 +79,22 @@ for mode in clustered scattered; do
 		for c in $(cold_order "$i" off on); do
 			cold_cond "$c"
 			p0=$(vmstat_counter pbitmap_prefetch)
+			m0=$(vmstat_counter pbitmap_pages_marked) s0=$(vmstat_counter pbitmap_pages_submitted)
 			cold_run "$mode-$c" "out-$mode-$c-$i" ./mmap-index "$mode" 42 "data-$mode"
 			p1=$(vmstat_counter pbitmap_prefetch)
+			m1=$(vmstat_counter pbitmap_pages_marked) s1=$(vmstat_counter pbitmap_pages_submitted)
 			checks_out "$mode-$c run $i" "out-$mode-$c-$i" "$mode"
 			want=0; [ "$c" = on ] && want=1
 			[ "$((${p1:-0} - ${p0:-0}))" = $want ] ||
 				bad_prefetch+=" $mode-$c run $i: pbitmap_prefetch ${p0:-none} -> ${p1:-none}, expected +$want;"
+			[ "$c" = on ] || continue
+			marked=$((m1 - m0)) submitted=$((s1 - s0))
+			room=$((runs[$mode] * (ra_pages / 2)))
+			echo "$mode run $i: $marked pages marked in ${runs[$mode]} runs, $submitted submitted" \
+				"(gap ${gap_kb} KiB, room $room pages)"
+			if ((gap_kb < 0 && submitted > marked + room)); then
+				bad_prefetch+=" $mode run $i: $submitted pages submitted for $marked marked in ${runs[$mode]} runs, more than half a readahead window ($ra_pages pages) per run;"
+			fi
 		done
 	done
 done

@@ -4,7 +4,8 @@
 # of the same ranges would, and reads nothing outside them.
 #
 # A 16 MiB data file on a fresh XFS, its PBXZ record marking three runs
-# further apart than vm.pbitmap_merge_gap_kb (so never joined): 2 MiB at 0
+# further apart than any device's gap (at most 1 MiB, vm.pbitmap_merge_gap_kb
+# -1) or a fixed vm.pbitmap_merge_gap_kb below 2 MiB (so never joined): 2 MiB at 0
 # (aligned), 1 MiB at 4 MiB, and 100 pages at 9 MiB + 12 KiB (unaligned: the
 # folio order is bounded by the index's alignment).  Mapped cold with
 # pbitmap on (vm.pbitmap_mmap=1) by a probe that waits, by mincore(), until
@@ -33,7 +34,7 @@ cold_missing
 PAGE=$(getconf PAGESIZE)
 [ "$PAGE" = 4096 ] || fail "the runs below assume 4 KiB pages (page size $PAGE)"
 gap=$(cat /proc/sys/vm/pbitmap_merge_gap_kb)
-((gap * 1024 < 2 << 20)) || fail "vm.pbitmap_merge_gap_kb=$gap would join the runs"
+((gap < 0 || gap * 1024 < 2 << 20)) || fail "vm.pbitmap_merge_gap_kb=$gap would join the runs"
 
 xfs=$(tb_xfs)
 f=$xfs/data
