@@ -12,7 +12,7 @@
 # (mlock) so that dropping the caches leaves them cached.
 #
 # Conditions (issue 12), all in one shuffled order, page cache dropped before
-# every run but `warm` and the two `pressure` ones:
+# every run but `warm` and the three `pressure` ones:
 #   nora     demand paging with nothing around it: fault_around_bytes=4096,
 #            read_ahead_kb=0 (the definition of "pages used")
 #   off      the stock kernel (pbitmap and the baselines off)
@@ -44,6 +44,8 @@
 #            the page cache is full of other pages and free memory sits at
 #            the watermarks (fill-evict.c, shared with t-pressure.sh)
 #   pressure-off  the same eviction, pbitmap off: pressure's baseline
+#   pressure-plan as plan, on a full machine: the same eviction and fill, of
+#            the learned tree B's files (its data files are copies)
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
@@ -68,11 +70,14 @@ die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
 . "$JOB/bench.conf"
 : "${DISK:?}" "${RUNS:?}" "${GCC_RUNS:=$RUNS}" "${LEARN_RUNS:=3}" "${EXEC_BENCH:=0}" "${EXEC_REPEATS:=3}"
 : "${WORKLOADS:=gcc gdb python3 emacs pack}"
-: "${CONDITIONS:=nora off slurp early exec full learned plan user audit preload warm pressure-off pressure}"
+: "${CONDITIONS:=nora off slurp early exec full learned plan user audit preload warm pressure-off pressure pressure-plan}"
 : "${PLAN_SIZE:=64K}" "${WAITS:=0}"
 read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
+# The conditions that need the learned tree B; those that run on a full machine.
+needs_b() { has_condition learned || has_condition plan || has_condition pressure-plan; }
+is_pressure() { case $1 in pressure | pressure-off | pressure-plan) return 0 ;; esac; return 1; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
@@ -210,7 +215,7 @@ set_condition() {
 	early) en=1 early=1 mmap=0 ;;
 	exec) en=1 mmap=0 ;;
 	full | learned | pressure) en=1 ;;
-	plan) en=1 plan=1 ;;
+	plan | pressure-plan) en=1 plan=1 ;;
 	*) die "unknown condition $1" ;;
 	esac
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
@@ -234,7 +239,7 @@ drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # The pressure conditions' fill: a sparse file on the root disk (its reads
 # are neither disk reads nor vdb's), MemTotal + 25%.
 FILL=/var/tmp/bench/fill FILL_EVICT=/var/tmp/bench/fill-evict
-if has_condition pressure || has_condition pressure-off; then
+if has_condition pressure || has_condition pressure-off || has_condition pressure-plan; then
 	gcc -std=c11 -O2 -Wall -Wextra -o $FILL_EVICT "$JOB/fill-evict.c" || die "cannot build fill-evict"
 	read -r _ memtotal_kb _ < <(grep '^MemTotal:' /proc/meminfo)
 	truncate -s "$((memtotal_kb * 5 / 4))K" $FILL || die "cannot make the fill file"
@@ -300,7 +305,7 @@ done
 # the data files, whose record is an attribute of the inode), its own
 # inodes for every file of the set once stamped (add --break-links).
 B=$A/learned
-if { has_condition learned || has_condition plan; }; then
+if needs_b; then
 	log "learned tree"
 	mkdir -p $B
 	for d in usr etc var root; do cp -al $A/$d $B/; done
@@ -330,7 +335,7 @@ python3 "$JOB/stamp-truth.py" truth-A.json "${stamped[@]/#/$A}" >stamped.txt ||
 # --- B learns: empty bitmaps, LEARN_RUNS cold runs of every workload with
 # the kernel learning (files owned by root, runs by root: vm.pbitmap_learn=1),
 # each run's set written at once (flush); learning off for the measurements.
-if { has_condition learned || has_condition plan; }; then
+if needs_b; then
 	pbitmap add -q --break-links "${stamped[@]/#/$B}" || die "pbitmap add in $B failed"
 	# The programs the workloads exec get a plan area, learned with them.
 	exes=()
@@ -386,7 +391,7 @@ for w in "${workloads[@]}"; do
 	# The pages W uses: its ground truth (waits.stp's coverage).
 	used[$w]=$(python3 -c 'import json, sys; print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$w.truth")
 	floor_of "$w" $A; floor[$w,A]=$FLOOR pfloor[$w,A]=$PFLOOR
-	if { has_condition learned || has_condition plan; }; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
+	if needs_b; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
 done
 
 {
@@ -397,7 +402,7 @@ done
 	done
 	echo "ground truth, stamped (path, pages faulted, granules marked):"
 	sed 's/^/  /' stamped.txt
-	if { has_condition learned || has_condition plan; }; then
+	if needs_b; then
 		echo "learned over $LEARN_RUNS runs each, against the ground truth (granules):"
 		sed 's/^/  /' learned.txt
 		echo "start-up plans learned in the same runs (pbitmap show, run outside the chroot: a file \"replaced\" is the root disk's, not the tree's):"
@@ -426,14 +431,14 @@ drain() {	# reads still in flight belong to the run that started them
 		((${EPOCHREALTIME/./} - t0 < 5000000)) || return 0
 	done
 }
-preload_list() {	# W: the files W maps, in the tree A
-	local f
+preload_list() {	# W [ROOT]: the files W maps, in the tree ROOT (default A)
+	local f root=${2:-$A}
 	PRELOAD=()
-	while read -r f; do PRELOAD+=("$A$f"); done <<<"${files[$1]}"
+	while read -r f; do PRELOAD+=("$root$f"); done <<<"${files[$1]}"
 }
 run_of() {	# W C: sets ROOT (the tree C runs in) and RUN (W's command line under C)
 	ROOT=$A
-	[ "$2" = learned ] || [ "$2" = plan ] && ROOT=$B
+	case $2 in learned | plan | pressure-plan) ROOT=$B ;; esac
 	RUN=(chroot "$ROOT")
 	[ "$2" = user ] && RUN+=(/usr/local/bin/pbitmap-run -q --)
 	[ "$2" = audit ] && RUN+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
@@ -454,10 +459,10 @@ one_run() {	# W C K
 	drain
 	if [ "$c" = warm ]; then
 		"${run[@]}" >/dev/null 2>&1 </dev/null || true
-	elif [ "$c" = pressure ] || [ "$c" = pressure-off ]; then
+	elif is_pressure "$c"; then
 		# pbitmap is off here: fill-evict maps the files for mincore.
 		sync
-		preload_list "$w"
+		preload_list "$w" "$root"
 		line=$($FILL_EVICT $FILL "${PRELOAD[@]}") ||
 			die "$w $c $3: fill-evict failed: the files not evicted, or the fill not read"
 		echo "$w $c $3 $line" >>"$OUT/pressure.txt"
@@ -572,7 +577,7 @@ if [ "$WAITS" = 1 ]; then
 	} >"$OUT/waits.csv"
 	for w in "${workloads[@]}"; do
 		for c in "${conditions[@]}"; do
-			case $c in nora | warm | pressure | pressure-off | preload) continue ;; esac
+			case $c in nora | warm | pressure | pressure-off | pressure-plan | preload) continue ;; esac
 			waits_run "$w" "$c"
 		done
 	done

@@ -12,7 +12,7 @@
 #   LEARN_RUNS  cold runs the kernel learns from before `learned` (3)
 #   WORKLOADS   gcc gdb python3 emacs pack
 #   CONDITIONS  nora off slurp early exec full learned plan user audit preload
-#               warm pressure-off pressure
+#               warm pressure-off pressure pressure-plan
 #   DISK        iops150 ebs latency none: QEMU throttling.iops-total=150;
 #               ebs, an AWS gp3 volume slowed down as TCG slows the CPU
 #               (3000 operations and 125 MiB/s, both divided by 20: 150
@@ -45,7 +45,7 @@ die() { echo "bench: $*" >&2; exit 1; }
 OUTDIR=$1 SCHED_I=$2 PACK_DIR=$3 PACKLOOKUP=$4
 RUNS=${RUNS:-10} GCC_RUNS=${GCC_RUNS:-3} LEARN_RUNS=${LEARN_RUNS:-3}
 WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
-CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned plan user audit preload warm pressure-off pressure}
+CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned plan user audit preload warm pressure-off pressure pressure-plan}
 DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 WAITS=${WAITS:-0} WAITS_KO=${WAITS_KO:-$TOP/build/stap/stap_waits.ko}
@@ -79,7 +79,7 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
 gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
 npress=0
-for c in $CONDITIONS; do case $c in pressure | pressure-off) npress=$((npress + 1)) ;; esac; done
+for c in $CONDITIONS; do case $c in pressure | pressure-off | pressure-plan) npress=$((npress + 1)) ;; esac; done
 per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
 est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40) +
 	npress * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in) * 5))

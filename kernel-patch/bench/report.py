@@ -29,7 +29,8 @@ and the 2008 comparison: time and memory change against `off`, laid out as
 in Andi Kleen's 2008 talk, with the talk's figures beside ours; when the CSV
 has `pressure` and `pressure-off`, a table of what pbitmap saves on a full
 machine (pressure / pressure-off) beside what it saves after a drop
-(full / off).
+(full / off), and with `pressure-plan` the same for start-up plans
+(pressure-plan / pressure-off beside plan / off).
 
 --exec-csv EXEC.csv adds the warm-exec microbenchmark: rows of
   pbitmap (off|on), program (stamped|unstamped), repeat, execs, us_per_exec
@@ -72,10 +73,13 @@ WARM = "warm"
 # Issue 12's conditions, in the order the tables list them; others follow in
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned", "plan",
-                   "user", "audit", "preload", "warm", "pressure-off", "pressure")
+                   "user", "audit", "preload", "warm", "pressure-off", "pressure",
+                   "pressure-plan")
 # A full machine (page cache full of another file, the workload's files
-# evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`.
+# evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`,
+# `pressure-plan` is `plan` there.
 PRESSURE = ("pressure", "pressure-off", "full")
+PRESSURE_PLAN = ("pressure-plan", "plan")
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")
 FLOOR = "floor_requests"
@@ -416,22 +420,28 @@ class Report:
         return md_table(headers, rows)
 
     def pressure_table(self, disk) -> str:
-        """pressure / pressure-off beside full / off: the prefetch's gain on a
-        full machine and after a drop, ratios of medians."""
+        """pressure / pressure-off beside full / off, and, when the run has
+        them, pressure-plan / pressure-off beside plan / off: the prefetch's
+        and the plan's gain on a full machine and after a drop, ratios of
+        medians (a cell "-" when a condition is missing)."""
         on, off, dropped = PRESSURE
+        plan_on, plan_dropped = PRESSURE_PLAN
+        pairs = [(dropped, BASELINE), (on, off)]
+        if any(plan_on in self.present(disk, w) for w in self.workloads):
+            pairs += [(plan_dropped, BASELINE), (plan_on, off)]
         columns = ("read_requests", "major_faults", "wall_s")
         headers = ["workload"]
         for column in columns:
             label = BY_COLUMN[column].label
-            headers += [f"{label} {dropped} / {BASELINE}", f"{label} {on} / {off}"]
+            headers += [f"{label} {a} / {b}" for a, b in pairs]
         rows = []
         for workload in self.workloads:
             present = self.present(disk, workload)
-            if on not in present or off not in present:
+            if off not in present or (on not in present and plan_on not in present):
                 continue
             row = [workload]
             for column in columns:
-                for a, b in ((dropped, BASELINE), (on, off)):
+                for a, b in pairs:
                     sa, sb = (self.summary(disk, workload, c, column) for c in (a, b))
                     row.append(fmt_ratio(sa.median, sb.median) if sa and sb else "-")
             rows.append(row)
@@ -552,7 +562,8 @@ class Report:
               "The page cache full of another file's pages and the workload's files "
               "evicted with `POSIX_FADV_DONTNEED` instead of dropped: ratios of medians, "
               "pbitmap on / off there, beside the same after `drop_caches` "
-              "(`full` / `off`).\n")
+              "(`full` / `off`); with `pressure-plan`, the start-up plans there "
+              "(`pressure-plan` / `pressure-off`) beside `plan` / `off`.\n")
             for disk, table in pressure:
                 if table:
                     w(f"\n{disk}, full machine:\n\n{table}\n")

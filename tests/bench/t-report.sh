@@ -218,6 +218,24 @@ grep -q '^### A full machine: .pressure. against .pressure-off.' pressure.md ||
 grep -qE '^\| gdb +\| +0\.60x \| +0\.89x \| +0\.60x \| +0\.89x \| +0\.50x \| +0\.83x \|$' pressure.md ||
 	fail "full-machine ratios: $(grep -A4 'iops150, full machine' pressure.md)"
 "$PYTHON" "$REPORT" synthetic.csv | grep -q 'full machine' && fail "a full-machine section without pressure runs"
+# With `pressure-plan` and `plan` too, their pair follows (SYNTHETIC: plan
+# 50 requests, 0.4 s; pressure-plan 45, 0.9 s).
+"$PYTHON" - <<'EOF2' || fail "cannot write the pressure-plan CSV"
+import csv
+rows = list(csv.reader(open("pressure.csv")))
+with open("pressure-plan.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerows(rows)
+    for cond, reqs, wall in (("plan", 50, 0.4), ("pressure-plan", 45, 0.9)):
+        for run, d in enumerate((-1, 0, 1), start=1):
+            w.writerow(["gdb", cond, run, "iops150", reqs + d, 2**20, reqs // 2, 1024, wall, 1])
+EOF2
+"$PYTHON" "$REPORT" pressure-plan.csv -o pressure-plan.md 2>err ||
+	fail "report.py on pressure-plan.csv: $(cat err)"
+grep -q '^| workload | read req full / off | read req pressure / pressure-off | read req plan / off | read req pressure-plan / pressure-off |' pressure-plan.md ||
+	fail "full-machine headers with plans: $(grep -A2 'iops150' pressure-plan.md | tail -n 3)"
+grep -qE '^\| gdb +\| +0\.60x \| +0\.89x \| +0\.50x \| +0\.50x \| +0\.60x \| +0\.89x \| +0\.50x \| +0\.49x \| +0\.50x \| +0\.83x \| +0\.40x \| +0\.75x \|$' pressure-plan.md ||
+	fail "full-machine ratios with plans: $(grep '^| gdb' pressure-plan.md)"
 echo "ok: full-machine table"
 
 # Issue 25's targets (SYNTHETIC): gdb's plan is clearly faster than slurp
