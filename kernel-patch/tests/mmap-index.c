@@ -10,8 +10,8 @@
  *   page and walks forward 10 reads, 1 to 24 pages apart, as a B-tree search
  *   reads a node and its neighbours: a cluster spans about 500 KiB.  The
  *   steps are at most 96 KiB, so a prefetch that joins gaps that wide (a
- *   disk's gap is 128 KiB to 1 MiB, within a readahead window per run, with
- *   vm.pbitmap_merge_gap_kb at -1) reads a cluster in one request, while
+ *   disk's gap is 128 KiB to 1 MiB, within half a readahead window per run,
+ *   with vm.pbitmap_merge_gap_kb at -1) reads a cluster in one request, while
  *   fault-driven read-around (128 KiB around each miss) needs several.
  *   (With steps of at most 8 pages, clusters of about 180 KiB, read-around
  *   needed 79 requests for 30 clusters and the prefetch 29: one request per
