@@ -17,7 +17,7 @@
 #                             $(VM_DEBUG_TESTS) on it; not part of make check
 #
 # Variables: KASAN=1 (use the KASAN kernel), IOPS (disk throttle, default
-# 150), VM_TIMEOUT (seconds, default 1800), VM_MEM (default 2G), VM_SMP
+# 150), VM_TIMEOUT (seconds, default 3600), VM_MEM (default 2G), VM_SMP
 # (virtual CPUs, default 2, multi-threaded TCG).
 
 DEPS_KERNEL := bc flex bison libssl-dev libelf-dev \
