@@ -137,7 +137,7 @@ vm-check: kernel image rpm deb
 	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
 	mkdir -p $(VM_TESTS)/modules
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_TESTS)/modules/
-	$(VM_ENV) $(KP_DIR)/scripts/vm-shards $(VM_SHARDS) $(VM_TESTS)
+	VM_SHARDS_DIR=$(BUILD) $(VM_ENV) $(KP_DIR)/scripts/vm-shards $(VM_SHARDS) $(VM_TESTS)
 
 # The debug suite: the tests that need the debug kernel (kernel-patch/tests/
 # debug/), and those of make check whose code paths are worth KASAN,
