@@ -10,9 +10,14 @@
 #     of the margin: faults between fork and exec, which waits.stp,
 #     selecting by program name at exec, does not see);
 #   - with pbitmap off there are misses, and time was charged to them, and
-#     none to pbitmap's record reads;
-#   - with pbitmap on, time was charged to pbitmap's record reads (the
-#     three copies' records, read at exec, cold);
+#     pbitmap read no record and no time was charged to record reads;
+#   - with pbitmap on, waits.stp saw pbitmap read the records of the two
+#     stamped programs the compile execs (gcc and cc1; `as` does not run
+#     with -S).  The time charged to those reads is printed, not asserted:
+#     a record read is one request, and on the idle throttled disk of a
+#     fresh cold start it can complete before the task sleeps (traced: the
+#     gcc driver's record read returned without a switch out), so zero is a
+#     correct measurement;
 # and that pbitmap on at least halves the misses (medians).  Prints the
 # table of each run.
 set -euo pipefail
@@ -43,30 +48,33 @@ python3 - "$W" "$RUNS" <<'PY'
 import os, statistics, sys
 w, runs = sys.argv[1], int(sys.argv[2])
 bad, misses = [], {"0": [], "1": []}
-print("%-4s %3s | %6s %8s %9s %6s | %8s | %10s %12s %10s" % (
+print("%-4s %3s | %6s %8s %9s %6s | %8s | %10s %12s %7s %10s" % (
     "pb", "run", "misses", "inflight", "readahead", "cached", "time maj", "ms miss", "ms inflight",
-    "ms record"))
+    "records", "ms record"))
 for c in ("0", "1"):
     for i in range(1, runs + 1):
         path = os.path.join(w, "waits-%s-%d.txt" % (c, i))
-        faults, waits = None, {}
+        faults, waits, records = None, {}, None
         for line in open(path):
             kind, _, rest = line.partition(" ")
             kv = dict(f.split("=", 1) for f in rest.split() if "=" in f)
             if kind == "faults":
                 faults = {k: int(v) for k, v in kv.items()}
+            elif kind == "records":
+                records = int(kv["n"])
             elif kind == "wait" and "n" in kv:
                 waits[kv["cause"]] = int(kv["us"])
-        if faults is None:
-            bad.append("pb=%s run %d: no faults line from waits.stp" % (c, i))
+        if faults is None or records is None:
+            bad.append("pb=%s run %d: no faults or records line from waits.stp" % (c, i))
             continue
         with open(os.path.join(w, "time-%s-%d.out" % (c, i))) as f:
             tmaj = int(f.read().split()[-1])
         miss, infl, ra = faults["miss"], faults["inflight"], faults["readahead"]
         rec = waits.get("pbitmap-record", 0)
-        print("%-4s %3d | %6d %8d %9d %6d | %8d | %10.1f %12.1f %10.1f" % (
+        print("%-4s %3d | %6d %8d %9d %6d | %8d | %10.1f %12.1f %7d %10.1f" % (
             "on" if c == "1" else "off", i, miss, infl, ra, faults["cached"], tmaj,
-            waits.get("fault-miss", 0) / 1000, waits.get("fault-inflight", 0) / 1000, rec / 1000))
+            waits.get("fault-miss", 0) / 1000, waits.get("fault-inflight", 0) / 1000, records,
+            rec / 1000))
         tag = "pb=%s run %d" % (c, i)
         slack = max(3, 0.1 * tmaj)
         if not miss - slack <= tmaj <= miss + infl + ra + slack:
@@ -75,10 +83,11 @@ for c in ("0", "1"):
         if c == "0":
             if miss == 0 or waits.get("fault-miss", 0) == 0:
                 bad.append("%s: pbitmap off, %d misses, %d us charged to them" % (tag, miss, waits.get("fault-miss", 0)))
-            if rec:
-                bad.append("%s: pbitmap off, %d us charged to record reads" % (tag, rec))
-        elif rec == 0:
-            bad.append("%s: pbitmap on, no wait charged to its record reads" % tag)
+            if rec or records:
+                bad.append("%s: pbitmap off, %d records read, %d us charged to record reads"
+                           % (tag, records, rec))
+        elif records < 2:
+            bad.append("%s: pbitmap on, %d records read, not gcc's and cc1's" % (tag, records))
         misses[c].append(miss)
 if misses["0"] and misses["1"]:
     off, on = statistics.median(misses["0"]), statistics.median(misses["1"])
