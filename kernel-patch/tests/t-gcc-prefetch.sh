@@ -4,6 +4,10 @@
 # dropped before each run, in alternating order.  Asserts identical output, fewer
 # major faults, and at least 2x fewer read requests (/sys/block/vda/stat) with
 # pbitmap on; prints the medians.  RUNS=N runs per condition (default 3).
+# Then that a look is not a use: fincore(1), which maps files PROT_NONE to
+# ask mincore(), finds the stamped copies uncached after a drop and
+# pbitmap submits nothing for its mappings, while one PROT_READ mapping of
+# cc1 (not touched) gets its marked pages submitted.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/t-gcc-prefetch
@@ -62,3 +66,25 @@ if not on[1] * 2 <= off[1]:
 print("PASS: read requests %.2fx fewer, major faults %d -> %d (medians of %d)"
       % (off[1] / max(on[1], 1), off[0], on[0], len(rows["0"])))
 PY
+
+# --- A PROT_NONE mapping is a look, not a use.
+vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
+echo 1 >/proc/sys/vm/pbitmap_enabled
+sync; echo 3 >/proc/sys/vm/drop_caches
+sub0=$(vmstat pbitmap_pages_submitted)
+cached=$(fincore --noheadings --raw --output PAGES bin/gcc bin/cc1 | paste -sd' ')
+sub1=$(vmstat pbitmap_pages_submitted)
+[ "$cached" = "0 0" ] || fail "fincore of the stamped gcc and cc1 after a drop: $cached pages cached, not 0 0"
+[ "$sub1" = "$sub0" ] || fail "fincore's PROT_NONE mappings got $((sub1 - sub0)) pages submitted"
+marked=$(pbitmap show --json bin/cc1 | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["prefetch"]["pages"])')
+python3 -c 'import mmap, os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY)
+m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
+m.close()' bin/cc1
+sub2=$(vmstat pbitmap_pages_submitted)
+echo 0 >/proc/sys/vm/pbitmap_enabled
+cached=$(fincore --noheadings --raw --output PAGES bin/cc1)
+((sub2 - sub1 >= marked)) ||
+	fail "one PROT_READ mapping of cc1 got $((sub2 - sub1)) pages submitted, fewer than its $marked marked"
+((cached >= marked)) || fail "after a PROT_READ mapping of cc1, $cached pages cached, fewer than its $marked marked"
+echo "PASS: fincore (PROT_NONE): 0 pages submitted, gcc and cc1 uncached; one PROT_READ mapping of cc1: $((sub2 - sub1)) submitted ($marked marked), $cached cached"
