@@ -153,6 +153,20 @@ meminfo_cached_kb() {
 	cold_fail "no Cached: line in /proc/meminfo"
 }
 
+# reads_settle: wait (at most 10 s) until vda has no read in flight.  The
+# stat file counts a request when it completes: readahead a run started
+# and still in flight when the program exits would otherwise be counted in
+# the next run, not in its own.
+reads_settle() {
+	local i ir _w
+	for ((i = 0; i < 200; i++)); do
+		read -r ir _w </sys/block/vda/inflight
+		[ "$ir" = 0 ] && return 0
+		sleep 0.05
+	done
+	cold_fail "vda still had $ir reads in flight after 10 s"
+}
+
 cold_run() {
 	local label=$1 out=$2 r0 s0 r1 s1 c0 c1 maj wall rc=0
 	shift 2
@@ -170,8 +184,10 @@ cold_run() {
 	local f
 	for f in ${COLD_WARM:-}; do cat "$f" >/dev/null; done
 	c0=$(meminfo_cached_kb)
+	reads_settle
 	read -r r0 _ s0 _ </sys/block/vda/stat
 	/usr/bin/time -o "$out.time" -f '%F %e' "$@" >"$out" || rc=$?
+	reads_settle
 	read -r r1 _ s1 _ </sys/block/vda/stat
 	c1=$(meminfo_cached_kb)
 	[ $rc = 0 ] || cold_fail "$label: '$*' exited with status $rc: $(tail -n 3 "$out.time")"

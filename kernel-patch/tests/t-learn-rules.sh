@@ -148,8 +148,8 @@ while select.select([fd], [], [], 30)[0]:
 open(sys.argv[2], "w").write(" ".join(seen) + "\n")
 PY
 watcher=$!
-for _ in $(seq 50); do [ -e events.ready ] && break; sleep 0.1; done
-[ -e events.ready ] || fail "notify: the inotify watcher did not start"
+for _ in $(seq 600); do [ -e events.ready ] && break; sleep 0.1; done
+[ -e events.ready ] || fail "notify: the inotify watcher did not start within 60 s"
 ./lp-ev A >/dev/null
 learn_flush
 wait "$watcher" || fail "notify: the inotify watcher failed"
@@ -221,11 +221,15 @@ libc=$(ldd /bin/true | awk '$1 ~ /^libc\.so/ { print $3 }')
 cp "$libc" libs/ && pbitmap add -q "libs/${libc##*/}" || fail "no cost: cannot stamp a copy of libc"
 echo 60000 >$VM/pbitmap_learn_window_ms
 s0=$(vmstat_counter pbitmap_learn_sets)
-env LD_LIBRARY_PATH="$W/libs" sleep 50 &
+env LD_LIBRARY_PATH="$W/libs" sleep 600 &
 learner=$!
 tb_defer "kill $learner"
-sleep 1
-[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "no cost: root's run made no learned set on the libc copy"
+# Until it has mapped the copy (a fixed second raced its exec under TCG).
+for _ in $(seq 300); do
+	[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] && break
+	sleep 0.1
+done
+[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "no cost: root's run made no learned set on the libc copy within 30 s"
 minflt() {
 	python3 - "$W/libs" <<'PY'
 import resource, subprocess, sys
@@ -236,6 +240,7 @@ print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_minflt)
 PY
 }
 on=$(minflt) || fail "no cost: the loop failed"
+kill -0 "$learner" 2>/dev/null || fail "no cost: the learner was gone before the loop ended"
 kill "$learner" 2>/dev/null || true
 wait "$learner" 2>/dev/null || true
 echo 0 >$VM/pbitmap_learn

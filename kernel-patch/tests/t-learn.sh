@@ -216,7 +216,13 @@ b0=$(vmstat_counter pbitmap_learn_busy)
 # -o: the lock stays with flock itself, not with its sleep.
 flock -o -s lp-busy sleep 60 &
 holder=$!
-sleep 0.5
+# Held once an exclusive try-lock fails (a fixed sleep raced flock's own
+# start on a loaded TCG guest).
+for _ in $(seq 300); do
+	flock -n -x lp-busy true || break
+	sleep 0.1
+done
+flock -n -x lp-busy true && fail "flock did not take its lock on lp-busy within 30 s"
 ./lp-busy A >/dev/null
 for _ in $(seq 50); do
 	[ "$(delta pbitmap_learn_busy "$b0")" -gt 0 ] && break
