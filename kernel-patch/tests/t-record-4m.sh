@@ -10,7 +10,8 @@
 # (the record's two slots, 8 MiB, read ahead whole) and little else: two
 # more requests (the inode's block, the mapping program's own faults), each
 # at most a readahead window.  So at most 8 MiB + 2 * read_ahead_kb, in at
-# most 2 * ceil(8 MiB / max_sectors_kb) + 2 requests, plus one per extent
+# most 2 * ceil(8 MiB / max_sectors_kb) + 2 * 2 requests (the two extra
+# reads may be split as the section's windows are), plus one per extent
 # beyond the first that the section lies in (filefrag: a request never spans
 # two).
 # Why twice: each readahead window of max_sectors_kb goes out as one or two
@@ -60,7 +61,7 @@ extents=$(filefrag -e -b1 big.so | awk -v a="$sec_off" -v b="$((sec_off + sec_si
 	$2 ~ /^[0-9]+$/ { lo = $3; hi = $4 + 1; if (lo < b && hi > a) n++ } END { print n + 0 }')
 ((extents >= 1)) || fail "filefrag shows no extent under the section of big.so"
 # Two slots of 4 MiB and the 512-byte alignment between them (8193 KiB).
-bound=$((2 * ((8193 + max_kb - 1) / max_kb) + extents - 1 + 2))
+bound=$((2 * ((8193 + max_kb - 1) / max_kb) + extents - 1 + 2 * 2))
 bytes_bound=$(((8193 + 2 * $(cat /sys/block/vda/queue/read_ahead_kb)) * 1024))
 
 cold_cond on
