@@ -29,6 +29,10 @@
 #            same runs followed at exec (vm.pbitmap_plan=1): the workloads'
 #            executables carry a plan area of PLAN_SIZE bytes (64K) in the
 #            second tree (issue 25)
+#   plan-gap256  plan with the fixed 256 KiB merge gap of the series before
+#            its device cost model (vm.pbitmap_merge_gap_kb=256; every other
+#            condition has -1, the gap from the device): the model and the
+#            fixed gap side by side in one run
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
 #   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
@@ -76,7 +80,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-needs_b() { has_condition learned || has_condition plan || has_condition pressure-plan; }
+needs_b() { has_condition learned || has_condition plan || has_condition plan-gap256 || has_condition pressure-plan; }
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan) return 0 ;; esac; return 1; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
@@ -207,7 +211,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 plan=0 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -216,11 +220,13 @@ set_condition() {
 	exec) en=1 mmap=0 ;;
 	full | learned | pressure) en=1 ;;
 	plan | pressure-plan) en=1 plan=1 ;;
+	plan-gap256) en=1 plan=1 gap=256 ;;
 	*) die "unknown condition $1" ;;
 	esac
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
 	vm mmap_slurp_all $slurp
 	vm pbitmap_plan $plan
+	vm pbitmap_merge_gap_kb $gap
 	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
 }
 restore() {
@@ -438,7 +444,7 @@ preload_list() {	# W [ROOT]: the files W maps, in the tree ROOT (default A)
 }
 run_of() {	# W C: sets ROOT (the tree C runs in) and RUN (W's command line under C)
 	ROOT=$A
-	case $2 in learned | plan | pressure-plan) ROOT=$B ;; esac
+	case $2 in learned | plan | plan-gap256 | pressure-plan) ROOT=$B ;; esac
 	RUN=(chroot "$ROOT")
 	[ "$2" = user ] && RUN+=(/usr/local/bin/pbitmap-run -q --)
 	[ "$2" = audit ] && RUN+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
