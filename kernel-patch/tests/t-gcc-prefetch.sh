@@ -14,7 +14,9 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/t-gcc-prefetch
 RUNS=${RUNS:-3}
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
-fail() { echo "FAIL: $*"; exit 1; }
+# fail (leaves pbitmap off), vmstat_counter, reads_settle.
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
 
 # shellcheck source=kernel-patch/tests/gcc-workload.sh
 . "$HERE/gcc-workload.sh"
@@ -69,36 +71,28 @@ print("PASS: read requests %.2fx fewer, major faults %d -> %d (medians of %d)"
 PY
 
 # --- A PROT_NONE mapping is a look, not a use.
-vmstat() { awk -v k="$1" '$1 == k { print $2 }' /proc/vmstat; }
-# mincore() counts only pages already read: wait until none is in flight.
-reads_settle() {
-	local i ir _w
-	for ((i = 0; i < 200; i++)); do
-		read -r ir _w </sys/block/vda/inflight
-		[ "$ir" = 0 ] && return 0
-		sleep 0.05
-	done
-	fail "vda still had $ir reads in flight after 10 s"
-}
+# The counters are read, and cc1's pages counted by fincore after the
+# PROT_READ mapping, once no read is in flight (reads_settle): mincore()
+# counts only pages already read.
 marked=$(pbitmap show --json bin/cc1 | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["prefetch"]["pages"])')
 # What one mapping may read: vm.pbitmap_max_prefetch_kb, in pages.
 want=$(($(cat /proc/sys/vm/pbitmap_max_prefetch_kb) / 4))
 ((want > marked)) && want=$marked
 echo 1 >/proc/sys/vm/pbitmap_enabled
 sync; echo 3 >/proc/sys/vm/drop_caches
-sub0=$(vmstat pbitmap_pages_submitted)
+sub0=$(vmstat_counter pbitmap_pages_submitted)
 cached=$(fincore --noheadings --raw --output PAGES bin/gcc bin/cc1 | paste -sd' ')
 reads_settle
-sub1=$(vmstat pbitmap_pages_submitted)
+sub1=$(vmstat_counter pbitmap_pages_submitted)
 [ "$sub1" = "$sub0" ] || fail "fincore's PROT_NONE mappings got $((sub1 - sub0)) pages submitted"
 [ "$cached" = "0 0" ] || fail "fincore of the stamped gcc and cc1 after a drop: $cached pages cached, not 0 0"
-c1=$(vmstat pbitmap_pages_cached) p1=$(vmstat pbitmap_prefetch)
+c1=$(vmstat_counter pbitmap_pages_cached) p1=$(vmstat_counter pbitmap_prefetch)
 python3 -c 'import mmap, os, sys
 fd = os.open(sys.argv[1], os.O_RDONLY)
 m = mmap.mmap(fd, 0, prot=mmap.PROT_READ)
 m.close()' bin/cc1
 reads_settle
-sub2=$(vmstat pbitmap_pages_submitted) c2=$(vmstat pbitmap_pages_cached) p2=$(vmstat pbitmap_prefetch)
+sub2=$(vmstat_counter pbitmap_pages_submitted) c2=$(vmstat_counter pbitmap_pages_cached) p2=$(vmstat_counter pbitmap_prefetch)
 echo 0 >/proc/sys/vm/pbitmap_enabled
 cached=$(fincore --noheadings --raw --output PAGES bin/cc1)
 ((p2 > p1)) || fail "one PROT_READ mapping of cc1 was not prefetched"
