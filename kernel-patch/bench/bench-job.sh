@@ -110,6 +110,10 @@ mkdir -p $A && mount -o noatime /dev/$DEV $A || die "cannot mount /dev/$DEV"
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
 FAULT_AROUND=/sys/kernel/debug/fault_around_bytes
 RA=/sys/block/$DEV/queue/read_ahead_kb
+# ebs-opt's disk reports the operation it is charged by (bench-run.sh).
+if [ "$DISK" = ebs-opt ] && [ "$(<"/sys/block/$DEV/queue/optimal_io_size")" != 262144 ]; then
+	die "disk model ebs-opt: $DEV reports optimal_io_size $(<"/sys/block/$DEV/queue/optimal_io_size"), not 262144"
+fi
 [ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
 fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
 chroot_mounts() {	# ROOT: what a program run in ROOT needs of the live system
@@ -402,7 +406,8 @@ for w in "${workloads[@]}"; do
 done
 
 {
-	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0"
+	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0," \
+		"optimal_io_size $(<"/sys/block/$DEV/queue/optimal_io_size"), rotational $(<"/sys/block/$DEV/queue/rotational")"
 	echo "kernel: $(uname -r); harness pinned: $pinned"
 	for w in "${workloads[@]}"; do
 		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests (physical ${pfloor[$w,A]})"

@@ -24,7 +24,10 @@
 #               150 operations a second where a request counts one per
 #               started 256 KiB (throttling.iops-size, as EBS counts I/O),
 #               and 32 MiB/s (throttling.bps-total): a disk that charges
-#               bytes as well as requests
+#               bytes as well as requests; ebs-opt: ebs whose virtio-blk
+#               device reports the 256 KiB it counts an operation per as
+#               its optimal I/O size (opt_io_size), which the kernel's
+#               join gap and readahead (at least 2 x io_opt) then see
 #   WAITS       1: after the timed runs, one run of each (workload,
 #               condition) under stap/waits.stp (where the run waits, and
 #               the first touches that missed); WAITS_KO is the module
@@ -61,8 +64,8 @@ for v in RUNS GCC_RUNS LEARN_RUNS DELAY_MS; do
 done
 ((RUNS >= 2)) || die "RUNS=$RUNS: the statistics need at least 2 runs"
 for d in $DISK; do
-	case $d in iops150 | ebs | bytes150 | latency | none) ;;
-	*) die "DISK: unknown disk model $d (iops150 ebs bytes150 latency none)" ;;
+	case $d in iops150 | ebs | ebs-opt | bytes150 | latency | none) ;;
+	*) die "DISK: unknown disk model $d (iops150 ebs ebs-opt bytes150 latency none)" ;;
 	esac
 done
 [[ " $WORKLOADS " != *" pack "* ]] || [ -f "$PACK_DIR/linux.pack" ] || die "no $PACK_DIR/linux.pack"
@@ -137,10 +140,16 @@ for disk in $DISK; do
 	disk_img=$OUTDIR/disk.img
 	cp --sparse=always "$IMAGE" "$disk_img"
 	nbd_pid=
+	device2=
 	case $disk in
 	iops150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150" ;;
 	ebs) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
 		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=6553600" ;;
+	ebs-opt) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
+		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=6553600"
+		# addr: a slot after the root disk's, so that it probes second
+		# and is vdb (an explicit -device is placed before if=virtio ones).
+		device2="opt_io_size=262144,addr=0x1f" ;;
 	bytes150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
 		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=33554432" ;;
 	none) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off" ;;
@@ -182,7 +191,7 @@ for disk in $DISK; do
 	qmp_pid=$!
 	rc=0
 	KERNEL=${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage} KBUILD=${KBUILD:-$TOP/build/kbuild} \
-	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
+	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_DRIVE2_DEVICE=$device2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
 	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
 		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
 	kill "$progress_pid" "$qmp_pid" 2>/dev/null || true

@@ -6,7 +6,7 @@
 #                      build/bench/results.csv, exec.csv, BENCH-table.md and
 #                      plots/.  Overrides: RUNS= (10) GCC_RUNS= (3)
 #                      LEARN_RUNS= (3) WORKLOADS= CONDITIONS= DISK= (iops150
-#                      ebs latency none; also bytes150) DELAY_MS= (4)
+#                      ebs latency none; also bytes150 ebs-opt) DELAY_MS= (4)
 #                      EXEC_BENCH= (1) WAITS= (1: stap/waits.stp after the
 #                      timed runs, waits.csv)
 #   make bench-report  the tables and plots again, from the CSV alone
