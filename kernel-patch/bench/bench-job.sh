@@ -81,7 +81,12 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-needs_b() { has_condition learned || has_condition plan || has_condition plan-gap256 || has_condition pressure-plan; }
+in_tree_b() { case $1 in learned | plan | plan-gap256 | pressure-plan) return 0 ;; esac; return 1; }
+needs_b() {
+	local c
+	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
+	return 1
+}
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan) return 0 ;; esac; return 1; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
@@ -110,10 +115,10 @@ mkdir -p $A && mount -o noatime /dev/$DEV $A || die "cannot mount /dev/$DEV"
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
 FAULT_AROUND=/sys/kernel/debug/fault_around_bytes
 RA=/sys/block/$DEV/queue/read_ahead_kb
+io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 # ebs-opt's disk reports the operation it is charged by (bench-run.sh).
-if [ "$DISK" = ebs-opt ] && [ "$(<"/sys/block/$DEV/queue/optimal_io_size")" != 262144 ]; then
-	die "disk model ebs-opt: $DEV reports optimal_io_size $(<"/sys/block/$DEV/queue/optimal_io_size"), not 262144"
-fi
+[ "$DISK" != ebs-opt ] || [ "$io_opt" = 262144 ] ||
+	die "disk model ebs-opt: $DEV reports optimal_io_size $io_opt, not 262144"
 [ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
 fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
 chroot_mounts() {	# ROOT: what a program run in ROOT needs of the live system
@@ -407,7 +412,7 @@ done
 
 {
 	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0," \
-		"optimal_io_size $(<"/sys/block/$DEV/queue/optimal_io_size"), rotational $(<"/sys/block/$DEV/queue/rotational")"
+		"optimal_io_size $io_opt, rotational $(<"/sys/block/$DEV/queue/rotational")"
 	echo "kernel: $(uname -r); harness pinned: $pinned"
 	for w in "${workloads[@]}"; do
 		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests (physical ${pfloor[$w,A]})"
@@ -450,7 +455,7 @@ preload_list() {	# W [ROOT]: the files W maps, in the tree ROOT (default A)
 }
 run_of() {	# W C: sets ROOT (the tree C runs in) and RUN (W's command line under C)
 	ROOT=$A
-	case $2 in learned | plan | plan-gap256 | pressure-plan) ROOT=$B ;; esac
+	in_tree_b "$2" && ROOT=$B
 	RUN=(chroot "$ROOT")
 	[ "$2" = user ] && RUN+=(/usr/local/bin/pbitmap-run -q --)
 	[ "$2" = audit ] && RUN+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)

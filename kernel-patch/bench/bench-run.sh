@@ -143,13 +143,11 @@ for disk in $DISK; do
 	device2=
 	case $disk in
 	iops150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150" ;;
-	ebs) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
-		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=6553600" ;;
-	ebs-opt) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
+	ebs | ebs-opt) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
 		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=6553600"
 		# addr: a slot after the root disk's, so that it probes second
 		# and is vdb (an explicit -device is placed before if=virtio ones).
-		device2="opt_io_size=262144,addr=0x1f" ;;
+		[ "$disk" = ebs ] || device2="opt_io_size=262144,addr=0x1f" ;;
 	bytes150) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off,throttling.iops-total=150"
 		drive2="$drive2,throttling.iops-size=262144,throttling.bps-total=33554432" ;;
 	none) drive2="file=$disk_img,format=raw,cache=unsafe,snapshot=off" ;;
