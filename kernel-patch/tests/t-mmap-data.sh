@@ -40,9 +40,9 @@ for mode in clustered scattered; do
 		fail "data-$mode carries no PBXZ record in user.pbitmap"
 	# What an ideal prefetch would submit: the marked granules, runs closer
 	# than the merge gap joined (printed, not asserted).  With the gap from
-	# the device (-1), the one of a rotational disk, the most it joins.
+	# the device (-1), a rotational disk's, the most it joins.
 	gap_kb=$(cat /proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || echo -1)
-	((gap_kb >= 0)) || gap_kb=1024
+	((gap_kb >= 0)) || gap_kb=256
 	pbitmap show --json "data-$mode" | python3 -c '
 import json, sys
 r, gap = json.load(sys.stdin)[0], int(sys.argv[1]) << 10
