@@ -10,7 +10,8 @@
 #                      EXEC_BENCH= (1) WAITS= (1: stap/waits.stp after the
 #                      timed runs, waits.csv)
 #   make bench-report  the tables and plots again, from the CSV alone
-#   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py
+#   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py,
+#                      power.py
 #                      and a smoke run of the harness in the guest (one
 #                      workload, two conditions, two runs): tests/bench
 #

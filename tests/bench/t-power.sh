@@ -1,19 +1,44 @@
 #!/bin/bash
 # t-power: kernel-patch/bench/power.py, the runs the 5% non-inferiority test
-# needs.  A synthetic results.csv:
-#   - "tight": every run within 0.5% of its median: 10 runs reach 100%;
-#   - "wide": runs spread by +-40%: 10 runs reach well below 80%, 300 runs
-#     at least 30 points more than 10 runs;
+# needs.
+#   - the bound itself: for 10 against 10 runs with distinct differences,
+#     the 72nd smallest difference at one-sided 95% (k = 28); for 30
+#     against 30, the upper end of stats.py's exact 90% interval; for 2
+#     against 2, no rank reaches the level: infinite;
+#   - a synthetic results.csv: "tight", every run within 0.5% of its
+#     median, reaches 100% at 10 runs; "wide", runs spread by +-40%, is
+#     below 60% at 10 runs and at least 30 points higher at 300;
+#   - the level: Bonferroni over the CSV's 2 workloads on the disk, or
+#     --workloads K;
 #   - rows of another disk are not read (a wild one there changes nothing);
 #   - the same seed prints the same figures;
-#   - bad input: a missing file, a CSV without wall_s, a disk with no runs,
-#     a wall time that is no number (exit 1, "power: FILE: ..."); bad
-#     --runs, --margin, --draws (exit 2).
+#   - bad input: a missing file, a CSV without wall_s, a short row, a
+#     disk with no runs, a wall time that is no number or is infinite, no
+#     condition with two runs (exit 1, "power: FILE: ..."); bad --runs,
+#     --margin, --draws, --workloads (exit 2).
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
 POWER=$BENCH_DIR/power.py
 cd "$WORK" || fail "cd $WORK"
+
+"$PYTHON" - "$BENCH_DIR" <<'EOF' || fail "the bound"
+import math, sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import power, stats
+z95 = 1.6448536269514722
+x = np.arange(10.0)
+y = np.arange(10.0) * 10 + 0.5          # 100 distinct differences 10j + 0.5 - i
+d = np.sort(np.subtract.outer(y, x).ravel())
+assert power.rank_for(10, 10, z95) == 28, power.rank_for(10, 10, z95)
+assert power.upper_bound(x, y, z95) == d[71], (power.upper_bound(x, y, z95), d[71])
+rng = np.random.default_rng(3)
+x, y = rng.normal(1, 0.2, 30), rng.normal(1, 0.2, 30)
+exact = stats.shift_interval(x, y, level=0.90)[1]
+assert power.upper_bound(x, y, z95) == exact, (power.upper_bound(x, y, z95), exact)
+assert power.upper_bound(np.array([1.0, 2.0]), np.array([1.0, 2.0]), z95) == math.inf
+EOF
 
 "$PYTHON" - <<'EOF' >r.csv || fail "cannot write r.csv"
 import random
@@ -42,6 +67,9 @@ w10=$(pct "$wide" 10) w300=$(pct "$wide" 300)
 ((w300 >= w10 + 30)) || fail "wide at N=300: $w300%, want at least $w10 + 30 ($wide)"
 again=$("$PYTHON" "$POWER" --runs 10,300 --draws 200 r.csv 2>err) || fail "power.py again: $(cat err)"
 [[ $again = "$out" ]] || fail "the same seed printed other figures"
+grep -q 'one-sided level 1 - 0.05/2,' <<<"$out" || fail "not Bonferroni over the 2 workloads: $(head -1 <<<"$out")"
+out4=$("$PYTHON" "$POWER" --workloads 4 --runs 10 --draws 10 r.csv 2>err) || fail "power.py --workloads 4: $(cat err)"
+grep -q 'one-sided level 1 - 0.05/4,' <<<"$out4" || fail "--workloads 4: $(head -1 <<<"$out4")"
 
 # Bad input.
 rc=0; "$PYTHON" "$POWER" missing.csv 2>err >/dev/null || rc=$?
@@ -58,10 +86,22 @@ printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none,fast\n' >nan.csv
 rc=0; "$PYTHON" "$POWER" nan.csv 2>err >/dev/null || rc=$?
 ((rc == 1)) && grep -q "^power: nan.csv: line 2: wall_s 'fast' is not a number" err ||
 	fail "a wall time that is no number: exit $rc, $(cat err)"
-for bad in "--runs 10,x" "--runs 1" "--margin 0" "--margin 1.5" "--draws 0"; do
+printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none\n' >short.csv
+rc=0; "$PYTHON" "$POWER" short.csv 2>err >/dev/null || rc=$?
+((rc == 1)) && grep -q '^power: short.csv: line 2: not as many fields as the header' err ||
+	fail "a short row: exit $rc, $(cat err)"
+printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none,inf\n' >inf.csv
+rc=0; "$PYTHON" "$POWER" inf.csv 2>err >/dev/null || rc=$?
+((rc == 1)) && grep -q '^power: inf.csv: line 2: wall_s inf is not a positive, finite time' err ||
+	fail "an infinite wall time: exit $rc, $(cat err)"
+printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none,1.0\ngdb,plan,1,none,1.1\n' >one.csv
+rc=0; "$PYTHON" "$POWER" one.csv 2>err >/dev/null || rc=$?
+((rc == 1)) && grep -q '^power: one.csv: no condition on disk none has two runs or more' err ||
+	fail "one run per condition: exit $rc, $(cat err)"
+for bad in "--runs 10,x" "--runs 1" "--margin 0" "--margin 1.5" "--draws 0" "--workloads 0"; do
 	rc=0
 	# shellcheck disable=SC2086  # the option and its value, split on purpose
 	"$PYTHON" "$POWER" $bad r.csv 2>err >/dev/null || rc=$?
 	((rc == 2)) || fail "$bad: exit $rc, want 2 ($(cat err))"
 done
-echo "PASS: power: tight and wide spreads, other disks ignored, repeatable, bad input"
+echo "PASS: power: the bound, tight and wide spreads, the level, other disks ignored, repeatable, bad input"
