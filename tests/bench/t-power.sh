@@ -72,32 +72,24 @@ out4=$("$PYTHON" "$POWER" --workloads 4 --runs 10 --draws 10 r.csv 2>err) || fai
 grep -q 'one-sided level 1 - 0.05/4,' <<<"$out4" || fail "--workloads 4: $(head -1 <<<"$out4")"
 
 # Bad input.
-rc=0; "$PYTHON" "$POWER" missing.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q '^power: missing.csv: No such file or directory' err ||
-	fail "a missing file: exit $rc, $(cat err)"
+rejects() {	# LABEL PATTERN ARGS...: power.py ARGS exits 1, its message matching ^PATTERN
+	local label=$1 pattern=$2 rc=0
+	shift 2
+	"$PYTHON" "$POWER" "$@" 2>err >/dev/null || rc=$?
+	((rc == 1)) && grep -q "^$pattern" err || fail "$label: exit $rc, $(cat err)"
+}
+rejects "a missing file" 'power: missing.csv: No such file or directory' missing.csv
 printf 'workload,condition,disk\ngdb,off,none\n' >nowall.csv
-rc=0; "$PYTHON" "$POWER" nowall.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q '^power: nowall.csv: not a results.csv' err ||
-	fail "no wall_s column: exit $rc, $(cat err)"
-rc=0; "$PYTHON" "$POWER" --disk latency r.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q '^power: r.csv: no runs on disk latency' err ||
-	fail "a disk with no runs: exit $rc, $(cat err)"
+rejects "no wall_s column" 'power: nowall.csv: not a results.csv' nowall.csv
+rejects "a disk with no runs" 'power: r.csv: no runs on disk latency' --disk latency r.csv
 printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none,fast\n' >nan.csv
-rc=0; "$PYTHON" "$POWER" nan.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q "^power: nan.csv: line 2: wall_s 'fast' is not a number" err ||
-	fail "a wall time that is no number: exit $rc, $(cat err)"
+rejects "a wall time that is no number" "power: nan.csv: line 2: wall_s 'fast' is not a number" nan.csv
 printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none\n' >short.csv
-rc=0; "$PYTHON" "$POWER" short.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q '^power: short.csv: line 2: not as many fields as the header' err ||
-	fail "a short row: exit $rc, $(cat err)"
+rejects "a short row" 'power: short.csv: line 2: not as many fields as the header' short.csv
 printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none,inf\n' >inf.csv
-rc=0; "$PYTHON" "$POWER" inf.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q '^power: inf.csv: line 2: wall_s inf is not a positive, finite time' err ||
-	fail "an infinite wall time: exit $rc, $(cat err)"
+rejects "an infinite wall time" 'power: inf.csv: line 2: wall_s inf is not a positive, finite time' inf.csv
 printf 'workload,condition,run,disk,wall_s\ngdb,off,1,none,1.0\ngdb,plan,1,none,1.1\n' >one.csv
-rc=0; "$PYTHON" "$POWER" one.csv 2>err >/dev/null || rc=$?
-((rc == 1)) && grep -q '^power: one.csv: no condition on disk none has two runs or more' err ||
-	fail "one run per condition: exit $rc, $(cat err)"
+rejects "one run per condition" 'power: one.csv: no condition on disk none has two runs or more' one.csv
 for bad in "--runs 10,x" "--runs 1" "--margin 0" "--margin 1.5" "--draws 0" "--workloads 0"; do
 	rc=0
 	# shellcheck disable=SC2086  # the option and its value, split on purpose
