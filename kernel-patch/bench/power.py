@@ -22,11 +22,11 @@ Bonferroni over the K workloads tested together; K defaults to the
 workloads the CSV has on DISK), must be at most MARGIN (0.05) of the
 first sample's median.  The power at N is the share of D draws (default
 1000) that pass.  The interval's rank is the normal approximation of the
-rank-sum distribution, without continuity or tie corrections: within one
-rank of the exact one for the N this is asked about (tens to hundreds),
-where stats.py's exact interval would take minutes per draw; when N is so
-small that no rank reaches the level, the bound is infinite and the
-draw fails, as with the exact interval.
+rank-sum distribution (stats.asymptotic_rank(), which report.py uses
+beyond 32 runs against 32), without continuity or tie corrections: within
+one rank of the exact one, which would take a second or more per draw;
+when N is so small that no rank reaches the level, the bound is infinite
+and the draw fails, as with the exact interval.
 
 The estimate is only as good as the spread the run measured, and
 slightly optimistic: dividing each condition's runs by their own median
@@ -47,7 +47,9 @@ from statistics import NormalDist
 
 import numpy as np
 
-ALPHA = 0.05                    # as stats.ALPHA
+import stats
+
+ALPHA = stats.ALPHA
 TARGET_POWER = 0.80
 
 
@@ -91,17 +93,12 @@ def read_pools(path: str, disk: str) -> dict:
     return {w: np.array(v) for w, v in pools.items()}
 
 
-def rank_for(n: int, m: int, z: float) -> int:
-    """k: the one-sided upper bound of the shift is the (n*m - k)-th
-    smallest of the n*m pairwise differences (1-based); negative when no
-    rank reaches the level."""
-    return int(math.floor(n * m / 2 - z * math.sqrt(n * m * (n + m + 1) / 12)))
-
-
 def upper_bound(x: np.ndarray, y: np.ndarray, z: float) -> float:
     """Upper end of the one-sided interval of the shift y - x at the level
-    whose normal quantile is z; infinite when the samples are too small."""
-    k = rank_for(len(x), len(y), z)
+    whose normal quantile is z, as stats.shift_interval() approximates it
+    (the (n*m - k)-th smallest of the n*m differences); infinite when the
+    samples are too small."""
+    k = stats.asymptotic_rank(len(x), len(y), z)
     if k < 0:
         return math.inf
     d = np.sort(np.subtract.outer(y, x).ravel())

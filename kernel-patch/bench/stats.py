@@ -3,7 +3,7 @@
 
 Benchmark figures are small samples (10-20 runs per condition) of counts that
 tie often (read requests, major faults) and of skewed times, so everything
-here is rank based and exact:
+here is rank based, and exact for samples of that size:
 
 - rank_sum_test(x, y): the exact two-sided Wilcoxon rank-sum (Mann-Whitney)
   test, correct with ties.  It is a permutation test on mid-ranks: under the
@@ -21,12 +21,26 @@ here is rank based and exact:
   wilcox.test(y, x, conf.int=TRUE, exact=TRUE) interval.
 - median_iqr(values), holm(pvalues), and ALPHA, the significance level.
 
+Exact while the null distribution's counts fit 64-bit integers (C(N, n) <
+2**62: up to 32 runs against 32, more when the samples are unbalanced);
+beyond that, the normal approximation (method "auto", the default), because
+the exact programme then runs on Python integers (report.py's exact
+interval at 300 against 300 was stopped after four minutes), and at such
+sizes the approximation is within a rank of it.  The approximate test is R's wilcox.test(exact=FALSE,
+correct=TRUE): mean and tie-corrected variance of the rank sum, continuity
+correction (scipy's mannwhitneyu(method="asymptotic") gives the same p); the
+approximate interval is the distribution-free one of Hollander and Wolfe,
+[d_(k+1), d_(nm-k)] with k = floor(nm/2 - z sqrt(nm(N+1)/12)), without a tie
+correction (with ties it is slightly wider: conservative).  Results say
+which they are (RankSumResult.exact).
+
 A difference is called significant when its p-value (after Holm's
 adjustment, when several are read together) is below ALPHA.
 """
 from fractions import Fraction
 from functools import lru_cache
-from math import comb
+from math import comb, erfc, floor, sqrt
+from statistics import NormalDist
 from typing import NamedTuple, Sequence
 
 import numpy as np
@@ -36,15 +50,20 @@ import numpy as np
 # together).
 ALPHA = 0.05
 
+# How a test or an interval is computed: "exact", "asymptotic", or "auto"
+# (exact when exact_feasible(), else asymptotic).
+METHODS = ("auto", "exact", "asymptotic")
+
 
 class RankSumResult(NamedTuple):
-    """The exact rank-sum test of x against y."""
+    """The rank-sum test of x against y."""
     n: int              # size of x
     m: int              # size of y
     w: float            # rank sum of x, mid-ranks (1-based) in the pooled sample
     u: float            # Mann-Whitney U of y: #(y_j > x_i) + #(y_j == x_i) / 2
     ties: bool          # whether the pooled sample has tied values
-    p: Fraction         # exact two-sided p-value
+    p: Fraction         # two-sided p-value: a Fraction when exact, else a float
+    exact: bool = True  # False: the normal approximation (large samples)
 
     @property
     def p_value(self) -> float:
@@ -104,6 +123,30 @@ def doubled_midranks(pooled: Sequence) -> list:
     return ranks
 
 
+def exact_feasible(n: int, m: int) -> bool:
+    """Whether the exact null distribution of n against m runs fits int64
+    counts (rank_sum_counts()'s fast path), which "auto" requires."""
+    total = n + m
+    return comb(total, min(n, total // 2)) < 2**62
+
+
+def _method(method: str, n: int, m: int) -> bool:
+    """True for exact, False for the normal approximation.  "auto" asks
+    with the smaller sample counted, so that swapping x and y never
+    changes the method."""
+    if method not in METHODS:
+        raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
+    return method == "exact" or (method == "auto" and exact_feasible(min(n, m), max(n, m)))
+
+
+def asymptotic_rank(n: int, m: int, z: float) -> int:
+    """k of the normal-approximation interval: its ends are the (k+1)-th
+    smallest and the (k+1)-th largest of the n*m pairwise differences, at
+    the level whose normal quantile (one end's) is z; negative when the
+    samples are too small for any rank to reach it."""
+    return floor(n * m / 2 - z * sqrt(n * m * (n + m + 1) / 12))
+
+
 @lru_cache(maxsize=4096)
 def rank_sum_counts(group_sizes: tuple, n: int) -> np.ndarray:
     """Null distribution of the doubled mid-rank sum of n values drawn
@@ -117,8 +160,7 @@ def rank_sum_counts(group_sizes: tuple, n: int) -> np.ndarray:
     if not 0 < n <= total:
         raise ValueError(f"cannot choose {n} of {total} values")
     max_sum = total * (total + 1)       # all doubled ranks together
-    widest = comb(total, min(n, total // 2))
-    dtype = np.int64 if widest < 2**62 else object
+    dtype = np.int64 if exact_feasible(n, total - n) else object
     counts = np.zeros((n + 1, max_sum + 1), dtype=dtype)  # [taken, doubled sum]
     counts[0, 0] = 1
     start = 0
@@ -149,26 +191,50 @@ def _two_sided_count(counts: np.ndarray, n: int, total: int, observed2: int) -> 
 
 def _rank_sum_p(x: Sequence, y: Sequence) -> tuple:
     """(exact two-sided p, doubled rank sum of x, tie groups) for any
-    mutually comparable values (floats or Fractions)."""
+    mutually comparable values (floats or Fractions).  The distribution is
+    counted for the smaller sample (the p-value is the same either way),
+    which keeps the counts in int64 whenever exact_feasible() says so."""
     pooled = list(x) + list(y)
     ranks = doubled_midranks(pooled)
     observed2 = sum(ranks[:len(x)])
     groups = _tie_groups(pooled)
-    counts = rank_sum_counts(groups, len(x))
-    hits = _two_sided_count(counts, len(x), len(pooled), observed2)
-    return Fraction(hits, comb(len(pooled), len(x))), observed2, groups
+    n = min(len(x), len(y))
+    counted2 = observed2 if n == len(x) else sum(ranks[len(x):])
+    counts = rank_sum_counts(groups, n)
+    hits = _two_sided_count(counts, n, len(pooled), counted2)
+    return Fraction(hits, comb(len(pooled), n)), observed2, groups
 
 
-def rank_sum_test(x: Sequence[float], y: Sequence[float]) -> RankSumResult:
-    """Exact two-sided Wilcoxon rank-sum test of x against y (see the module
-    docstring).  Symmetric: rank_sum_test(y, x) has the same p."""
+def _rank_sum_p_normal(x: Sequence, y: Sequence) -> tuple:
+    """(two-sided p of the normal approximation, doubled rank sum of x, tie
+    groups): R's wilcox.test(exact=FALSE, correct=TRUE)."""
+    pooled = list(x) + list(y)
+    n, total = len(x), len(pooled)
+    m = total - n
+    observed2 = sum(doubled_midranks(pooled)[:n])
+    groups = _tie_groups(pooled)
+    ties = sum(t**3 - t for t in groups)
+    variance = n * m / 12 * ((total + 1) - (ties / (total * (total - 1)) if total > 1 else 0))
+    if variance <= 0:                   # every value the same
+        return 1.0, observed2, groups
+    deviation = max(abs(observed2 - n * (total + 1)) / 2 - 0.5, 0.0)
+    return erfc(deviation / sqrt(variance) / sqrt(2)), observed2, groups
+
+
+def rank_sum_test(x: Sequence[float], y: Sequence[float],
+                  method: str = "auto") -> RankSumResult:
+    """Two-sided Wilcoxon rank-sum test of x against y, exact or, for large
+    samples, the normal approximation (see the module docstring).
+    Symmetric: rank_sum_test(y, x) has the same p."""
     xa, ya = _check_sample("x", x), _check_sample("y", y)
-    p, observed2, groups = _rank_sum_p(xa.tolist(), ya.tolist())
     n, m = xa.size, ya.size
+    exact = _method(method, n, m)
+    p, observed2, groups = (_rank_sum_p if exact else _rank_sum_p_normal)(
+        xa.tolist(), ya.tolist())
     # Rank sum of y = U_y + m(m+1)/2 holds with mid-ranks too.
     w = observed2 / 2
     u = (n + m) * (n + m + 1) / 2 - w - m * (m + 1) / 2
-    return RankSumResult(n, m, w, u, len(groups) < n + m, p)
+    return RankSumResult(n, m, w, u, len(groups) < n + m, p, exact)
 
 
 def hodges_lehmann(x: Sequence[float], y: Sequence[float]) -> float:
@@ -179,9 +245,11 @@ def hodges_lehmann(x: Sequence[float], y: Sequence[float]) -> float:
 
 
 def shift_interval(x: Sequence[float], y: Sequence[float],
-                   level: float = 1 - ALPHA) -> tuple:
-    """Exact confidence interval (lo, hi) for the shift d in "y - d is
-    distributed as x", by inverting the exact rank-sum test.
+                   level: float = 1 - ALPHA, method: str = "auto") -> tuple:
+    """Confidence interval (lo, hi) for the shift d in "y - d is
+    distributed as x", by inverting the exact rank-sum test; for large
+    samples (method "auto"), the normal approximation's interval of the
+    module docstring.
 
     The test of (x, y - d) changes only where d crosses one of the pairwise
     differences y_j - x_i.  Between two consecutive distinct differences no
@@ -203,6 +271,12 @@ def shift_interval(x: Sequence[float], y: Sequence[float],
     if not 0 < level < 1:
         raise ValueError("level must be between 0 and 1")
     xa, ya = _check_sample("x", x), _check_sample("y", y)
+    if not _method(method, xa.size, ya.size):
+        k = asymptotic_rank(xa.size, ya.size, NormalDist().inv_cdf(1 - (1 - level) / 2))
+        if k < 0:
+            return -np.inf, np.inf
+        d = np.sort(np.subtract.outer(ya, xa).ravel())
+        return float(d[k]), float(d[d.size - 1 - k])
     alpha = Fraction(1 - level).limit_denominator(10**9)
     # Exact arithmetic: the binary values of the floats, as Fractions.
     xf = [Fraction(v) for v in xa.tolist()]

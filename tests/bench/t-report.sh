@@ -2,7 +2,9 @@
 # t-report: kernel-patch/bench/report.py on a small SYNTHETIC CSV (made up
 # here, not measured): the tables carry the medians, quartiles, ratios,
 # requests/floor, cold/warm, exact p-values with Holm's adjustment, the
-# Hodges-Lehmann shift and the 2008 talk's figures; two non-empty PNGs per
+# Hodges-Lehmann shift and the 2008 talk's figures; issue 25's targets, on
+# the unthrottled disk too, with the normal approximation beyond 32 runs
+# against 32; two non-empty PNGs per
 # workload (boxplots, and time against memory with its points checked);
 # the same CSV re-draws the same table and pictures; a CSV with a missing
 # column or a run whose output differed is refused with a clear message
@@ -263,6 +265,36 @@ grep -qE '^\| python3 +\| +0\.5[01] / 1\.5[01] +\| +\+1\.000 \(<= \+1\.0[0-9]+\)
 	fail "python3's targets row: $(grep -E '^\| python3 +\| +[0-9.]+ /' targets.md)"
 "$PYTHON" "$REPORT" synthetic.csv | grep -q "Issue 25's targets" && fail "a targets section without plan runs"
 echo "ok: targets table"
+
+# Issue 25's target on the unthrottled disk (SYNTHETIC, 40 runs each: more
+# than the exact distribution takes, so the normal approximation): gdb's
+# plan 0.4 s faster than off, python3's 0.2 s slower; rows of another disk
+# are not in that table.
+"$PYTHON" - <<'EOF2' || fail "cannot write the unthrottled CSV"
+import csv
+with open("unthrottled.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "output_ok"])
+    for wl, cond, disk, wall in (("gdb", "off", "none", 2.0), ("gdb", "plan", "none", 1.6),
+                                 ("python3", "off", "none", 1.0), ("python3", "plan", "none", 1.2),
+                                 ("emacs", "off", "ebs", 1.0), ("emacs", "plan", "ebs", 9.0)):
+        for run in range(40):
+            w.writerow([wl, cond, run + 1, disk, 100, 2**20, 1, 1000, wall + (run - 19.5) / 100, 1])
+EOF2
+"$PYTHON" "$REPORT" unthrottled.csv -o unthrottled.md 2>err || fail "report.py on unthrottled.csv: $(cat err)"
+sed -n '/^### Issue 25.s target on the unthrottled/,/^###  *Beside/p' unthrottled.md
+grep -qE '^\| gdb +\| +40 / 40 +\| +2\.00 / 1\.60 +\| +-0\.400 \(<= -0\.3[0-9]+, normal approx\.\) +\| +-1[0-9]\.[0-9]% PASS +\|$' unthrottled.md ||
+	fail "gdb's unthrottled row: $(grep -E '^\| gdb +\| +40' unthrottled.md)"
+grep -qE '^\| python3 +\| +40 / 40 +\| +1\.00 / 1\.20 +\| +\+0\.200 \(<= \+0\.2[0-9]+, normal approx\.\) +\| +\+2[0-9]\.[0-9]% FAIL +\|$' unthrottled.md ||
+	fail "python3's unthrottled row: $(grep -E '^\| python3 +\| +40' unthrottled.md)"
+sed -n '/^### Issue 25.s target on the unthrottled/,/^###  *Beside/p' unthrottled.md | grep -q '^| emacs' &&
+	fail "the unthrottled table has a row of disk ebs"
+grep -q '^6 of the 6 comparisons have samples too large for the exact distribution' unthrottled.md ||
+	fail "the normal approximation not said: $(grep -i 'approximation' unthrottled.md)"
+grep -q 'unthrottled disk' targets.md && fail "an unthrottled section without runs on disk none"
+grep -q 'too large for the exact' targets.md && fail "6 runs against 6 said to be approximated"
+echo "ok: unthrottled table"
 
 # The wait attribution table (SYNTHETIC waits.csv): coverage = 1 - misses /
 # pages used, the target marked for gdb and emacs under plan; a missing

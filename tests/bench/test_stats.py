@@ -4,7 +4,9 @@
 The exact p-values are checked four independent ways: hand-computed cases,
 a brute-force enumeration of every label assignment (ranks from scipy's
 rankdata, sums in Fractions), scipy's exact Mann-Whitney distribution on
-untied data, and published output of R's exactRankTests package."""
+untied data, and published output of R's exactRankTests package.  The
+normal approximation, which large samples get, against scipy's asymptotic
+test and the exact interval where both are computable."""
 import itertools
 import os
 import random
@@ -239,6 +241,73 @@ class ShiftInterval(unittest.TestCase):
         self.assertLessEqual(lo, stats.hodges_lehmann(x, y))
         self.assertLessEqual(stats.hodges_lehmann(x, y), hi)
         self.assertLess(hi, 0)          # a 20-request shift on 12 runs is resolved
+
+
+class LargeSamples(unittest.TestCase):
+    """Beyond 32 runs against 32, "auto" is the normal approximation."""
+
+    def test_auto_switches_where_int64_ends(self):
+        rng = np.random.default_rng(4)
+        for n, m, exact in ((20, 20, True), (32, 32, True), (10, 200, True),
+                            (33, 33, False), (300, 300, False)):
+            x, y = rng.normal(0, 1, n), rng.normal(0, 1, m)
+            self.assertEqual(stats.rank_sum_test(x, y).exact, exact, (n, m))
+            self.assertEqual(stats.rank_sum_test(y, x).exact, exact, (m, n))
+            self.assertEqual(stats.exact_feasible(min(n, m), max(n, m)), exact, (n, m))
+
+    def test_p_equals_scipy_asymptotic_with_ties(self):
+        rng = np.random.default_rng(6)
+        for size in (5, 40, 300):
+            x = rng.integers(0, 12, size).astype(float)
+            y = rng.integers(2, 14, size + 3).astype(float)
+            got = stats.rank_sum_test(x, y, method="asymptotic")
+            want = scipy.stats.mannwhitneyu(x, y, method="asymptotic", use_continuity=True)
+            self.assertFalse(got.exact)
+            self.assertAlmostEqual(got.p, want.pvalue, delta=1e-12 + 1e-9 * want.pvalue)
+        same = stats.rank_sum_test([3.0] * 40, [3.0] * 40)
+        self.assertEqual(same.p, 1.0)
+
+    def test_asymptotic_near_exact_at_thirty(self):
+        # Where both are computable, the approximate interval's ends are
+        # within one rank of the exact ones, and the p-values close.
+        rng = np.random.default_rng(8)
+        for _ in range(2):
+            x, y = rng.normal(0, 1, 30), rng.normal(0.4, 1, 30)
+            d = np.sort(np.subtract.outer(y, x).ravel())
+            for level in (0.95, 0.975):
+                exact = stats.shift_interval(x, y, level, method="exact")
+                approx = stats.shift_interval(x, y, level, method="asymptotic")
+                for e, a in zip(exact, approx):
+                    self.assertLessEqual(abs(int(np.searchsorted(d, e)) - int(np.searchsorted(d, a))),
+                                         1, (exact, approx))
+            pe = float(stats.rank_sum_test(x, y, method="exact").p)
+            pa = stats.rank_sum_test(x, y, method="asymptotic").p
+            self.assertLess(abs(pe - pa), 0.1 * pe + 1e-4, (pe, pa))
+
+    def test_interval_is_hollander_wolfe(self):
+        # 300 against 300, 95%: k = floor(45000 - 1.959964 * sqrt(90000 * 601 / 12))
+        # = floor(45000 - 1.959964 * 2123.087) = 40838; ends d_(40839), d_(49162).
+        x = np.arange(300.0)
+        y = np.arange(300.0) * 1000 + 0.5       # distinct differences
+        d = np.sort(np.subtract.outer(y, x).ravel())
+        self.assertEqual(stats.asymptotic_rank(300, 300, 1.959963984540054), 40838)
+        self.assertEqual(stats.shift_interval(x, y), (d[40838], d[90000 - 1 - 40838]))
+
+    def test_fast_enough_for_three_hundred_runs(self):
+        rng = np.random.default_rng(10)
+        x, y = rng.integers(140, 160, 300), rng.integers(80, 95, 300)
+        start = time.monotonic()
+        r = stats.rank_sum_test(x, y)
+        lo, hi = stats.shift_interval(x, y)
+        self.assertLess(time.monotonic() - start, 10)
+        self.assertLess(r.p, 1e-6)
+        self.assertLess(hi, 0)
+
+    def test_bad_method(self):
+        with self.assertRaises(ValueError):
+            stats.rank_sum_test([1.0, 2.0], [3.0], method="normal")
+        with self.assertRaises(ValueError):
+            stats.shift_interval([1.0, 2.0], [3.0], method="")
 
 
 class Holm(unittest.TestCase):
