@@ -55,9 +55,11 @@
 #
 # After the timed runs, with WAITS=1, one more cold run of every (workload,
 # condition) under stap/waits.stp (not timed with the others: the probes cost
-# time): where each run waited, by cause, and how many first touches found
-# their page neither cached nor in flight (misses), against the pages the
-# workload uses (its ground truth): waits.csv, and waits/ (each run's output).
+# time): where each run waited, by cause, which cause made its read requests
+# on the bench disk (beside the disk's own count of them), and how many first
+# touches found their page neither cached nor in flight (misses), against the
+# pages the workload uses (its ground truth): waits.csv, and waits/ (each
+# run's output).
 # That pass runs with every CPU but the first offline (see cpus_online).
 #
 # Configuration: bench.conf beside the job (written by bench-run.sh), shell
@@ -541,8 +543,12 @@ echo "runs: $total in $((EPOCHSECONDS - t_runs)) s; set-up $((t_runs - t_start))
 # the files (warm, pressure*) and nora (no read-around: a different fault
 # count) are left out.
 WAIT_CAUSES="fault-miss fault-inflight pbitmap-record pbitmap-plan read exec mmap open stat"
+# The bench disk's dev_t as the kernel has it (MKDEV: major << 20 | minor):
+# waits.stp counts that disk's read requests only.
+read -r DEV_MAJ DEV_MIN < <(stat -L -c '%t %T' /dev/$DEV) || die "cannot stat /dev/$DEV"
+DEV_T=$(((16#$DEV_MAJ << 20) | 16#$DEV_MIN))
 waits_run() {	# W C
-	local w=$1 c=$2 root out err t0 t1 skipped ok
+	local w=$1 c=$2 root out err t0 t1 skipped ok r0 r1
 	run_of "$w" "$c"
 	root=$ROOT
 	out=$OUT/waits/$w.$c.txt err=$OUT/waits/$w.$c.err
@@ -554,17 +560,21 @@ waits_run() {	# W C
 	# staprun -c splits its command with wordexp(3), which takes no
 	# redirections: a script does them.
 	printf '#!/bin/bash\nexec %s >%q 2>&1 </dev/null\n' "$(printf '%q ' "${RUN[@]}")" "$PWD/$w.out" >waits-cmd.sh
-	staprun -o "$out" -c "/bin/bash $PWD/waits-cmd.sh" "$JOB/stap_waits.ko" 2>"$err" ||
+	read -r r0 _ </sys/block/$DEV/stat
+	staprun -o "$out" -c "/bin/bash $PWD/waits-cmd.sh" "$JOB/stap_waits.ko" dev=$DEV_T 2>"$err" ||
 		die "waits.stp for $w $c failed: $(tail -n 3 "$err")"
+	drain
+	read -r r1 _ </sys/block/$DEV/stat
 	t1=${EPOCHREALTIME/./}
 	set_condition off
 	ok=false
 	output_ok "$w" "$root" && ok=true
 	skipped=$(sed -n 's/.*skipped probes: \([0-9]*\).*/\1/p' "$err" | tail -n 1)
-	python3 - "$out" "$w" "$c" "$DISK" "${used[$w]}" "$(((t1 - t0) / 1000))" "${skipped:-0}" "$ok" "$WAIT_CAUSES" <<'PY' >>"$OUT/waits.csv"
+	python3 - "$out" "$w" "$c" "$DISK" "${used[$w]}" "$(((t1 - t0) / 1000))" "${skipped:-0}" "$ok" "$WAIT_CAUSES" \
+		"$((r1 - r0))" <<'PY' >>"$OUT/waits.csv"
 import sys
-path, w, c, disk, used, ms, skipped, ok, causes = sys.argv[1:]
-faults, waits, files = {}, {}, []
+path, w, c, disk, used, ms, skipped, ok, causes, disk_reads = sys.argv[1:]
+faults, waits, files, requests, merged = {}, {}, [], [], None
 for line in open(path):
     kind, _, rest = line.partition(" ")
     kv = dict(f.split("=", 1) for f in rest.split() if "=" in f)
@@ -574,13 +584,21 @@ for line in open(path):
         waits[kv["cause"]] = int(kv["us"])
     elif kind == "miss":
         files.append("%s:%s" % (kv["file"], kv["pages"]))
+    elif kind == "requests" and "cause" in kv:
+        requests.append("%s:%s" % (kv["cause"], kv["n"]))
+    elif kind == "requests" and "merged" in kv:
+        merged = kv["merged"]
 if not faults:
     sys.exit("waits.stp printed no faults line in " + path)
+if merged is None:
+    sys.exit("waits.stp printed no requests merged= line in " + path)
+requests.append("merged:" + merged)
 known = causes.split()
 row = [w, c, "0", disk, used, faults["miss"], faults["inflight"], faults["readahead"], faults["cached"]]
 row += ["%.1f" % (waits.get(k, 0) / 1000) for k in known]
 row.append("%.1f" % (sum(v for k, v in waits.items() if k not in known and k != "sleep") / 1000))
 row += ["%.1f" % (waits.get("sleep", 0) / 1000), ms, skipped, ok, " ".join(files[:12])]
+row += [disk_reads, " ".join(requests)]
 print(",".join(row))
 PY
 }
@@ -607,7 +625,8 @@ if [ "$WAITS" = 1 ]; then
 	{
 		printf 'workload,condition,run,disk,used_pages,misses,inflight_faults,readahead_faults,cached_faults'
 		for k in $WAIT_CAUSES; do printf ',wait_%s_ms' "${k//-/_}"; done
-		printf ',wait_other_ms,sleep_ms,stap_wall_ms,skipped_probes,output_ok,miss_files\n'
+		printf ',wait_other_ms,sleep_ms,stap_wall_ms,skipped_probes,output_ok,miss_files'
+		printf ',disk_read_requests,read_requests_by_cause\n'
 	} >"$OUT/waits.csv"
 	for w in "${workloads[@]}"; do
 		for c in "${conditions[@]}"; do

@@ -747,6 +747,46 @@ def exec_table(runs: list) -> str:
     return md_table(["program", "pbitmap", "loops", "us per exec", "on / off"], rows)
 
 
+def parse_by_cause(text: str, where: str) -> dict:
+    """read_requests_by_cause: "cause:n ..." (waits.stp's requests, merged:n
+    among them) as {cause: n}."""
+    counts = {}
+    for item in text.split():
+        cause, sep, n = item.rpartition(":")
+        if not sep or not cause or not n.isdigit() or cause in counts:
+            raise CsvError(f"{where}: read_requests_by_cause: bad item {item!r}")
+        counts[cause] = int(n)
+    if "merged" not in counts:
+        raise CsvError(f"{where}: read_requests_by_cause: no merged:N")
+    return counts
+
+
+# The requests table's columns: waits.stp's causes, grouped.
+REQUEST_GROUPS = (("plan", ("pbitmap-plan",)), ("record", ("pbitmap-record",)),
+                  ("fault", ("fault",)), ("read(2)", ("read",)), ("exec", ("exec",)),
+                  ("mmap", ("mmap",)), ("open+stat", ("open", "stat")))
+
+
+def requests_table(rows: list) -> str:
+    """Read requests of the waits runs by cause, against the disk's count."""
+    table = []
+    named = {c for _, causes in REQUEST_GROUPS for c in causes} | {"other-tasks", "merged"}
+    for r in rows:
+        q = r["requests"]
+        if q is None:
+            continue
+        counted = sum(n for c, n in q.items() if c != "merged") - q["merged"]
+        table.append([r["workload"], r["condition"], f"{r['disk_read_requests']:.0f}", str(counted)]
+                     + [str(sum(q.get(c, 0) for c in causes)) for _, causes in REQUEST_GROUPS]
+                     + [str(sum(n for c, n in q.items() if c not in named)),
+                        str(q.get("other-tasks", 0)), str(q["merged"])])
+    if not table:
+        return ""
+    return md_table(["workload", "condition", "disk's count", "waits.stp's"]
+                    + [name for name, _ in REQUEST_GROUPS]
+                    + ["other calls", "other tasks", "merged after"], table)
+
+
 def read_waits(path: str) -> list:
     """waits.csv: one dict per row, the numbers parsed."""
     rows = []
@@ -760,6 +800,10 @@ def read_waits(path: str) -> list:
                 r[c] = parse_bool(row[c], where)
             else:
                 r[c] = parse_number(row[c], c, where)
+        r["requests"] = None
+        if row.get("read_requests_by_cause") is not None and row.get("disk_read_requests") is not None:
+            r["disk_read_requests"] = parse_number(row["disk_read_requests"], "disk_read_requests", where)
+            r["requests"] = parse_by_cause(row["read_requests_by_cause"], where)
         rows.append(r)
     if not rows:
         raise CsvError("no rows")
@@ -808,6 +852,14 @@ def waits_text(rows: list) -> str:
                              "in flight", "ms miss", "ms in flight", "ms record", "ms plan",
                              "ms read(2)", "ms exec", "ms mmap", "ms open+stat", "ms other",
                              "misses by file (pages)"], table) + "\n")
+        requests = requests_table([r for r in rows if r["disk"] == disk])
+        if requests:
+            out.append(f"\n{disk}, read requests on the bench disk by what their submitter "
+                       "was doing (`block:block_getrq`: the plan's batch, a record read, "
+                       "a fault and the readahead it starts, read(2), ...; `merged after`: "
+                       "requests merged into another once made, which the device never "
+                       "saw), beside the disk's own count over the run "
+                       "(`/sys/block/*/stat`):\n\n" + requests + "\n")
     if skipped:
         out.append("\nsystemtap skipped probes in " + ", ".join(
             f"{r['workload']}/{r['condition']}/{r['disk']} ({r['skipped_probes']:.0f})"

@@ -18,6 +18,12 @@
 #     fresh cold start it can complete before the task sleeps (traced: the
 #     gcc driver's record read returned without a switch out), so zero is a
 #     correct measurement;
+#   - the read requests waits.stp charged to causes (every task's, on the
+#     disk the compile reads from, less those merged after) are the disk's
+#     own count over the same span (/sys/block/DISK/stat), exactly; with
+#     pbitmap off faults made some and no record read made any, with it on
+#     the record reads and exec (its prefetch) made some; none is charged
+#     to a traced task outside a system call or a fault;
 # and that pbitmap on at least halves the misses (medians).  Prints the
 # table of each run.
 set -euo pipefail
@@ -30,13 +36,26 @@ export STAP_HERE=$HERE
 . "$HERE/guest-lib.sh"
 stap_version_check
 gcc_workload "$W"
+# The whole disk under $W, and its dev_t as the kernel has it (MKDEV).
+src=$(findmnt -n -o SOURCE -T "$W") || fail "no mount for $W"
+DISK=$(lsblk -n -d -o PKNAME "$src" 2>/dev/null || true)
+[ -n "$DISK" ] || DISK=$(basename "$src")
+[ -r "/sys/block/$DISK/stat" ] || fail "$W is on $src, whose disk $DISK has no /sys/block/$DISK/stat"
+IFS=: read -r maj min <"/sys/block/$DISK/dev"
+DEV_T=$(((maj << 20) | min))
 
 cold() {	# condition(0|1) run-number
+	local r0 r1 r w
 	echo "$1" >/proc/sys/vm/pbitmap_enabled
-	start_stap waits "$W/waits-$1-$2.txt" progs=gcc,cc1,as
+	start_stap waits "$W/waits-$1-$2.txt" progs=gcc,cc1,as dev=$DEV_T
+	read -r r0 _ <"/sys/block/$DISK/stat"
 	sync; echo 3 >/proc/sys/vm/drop_caches
 	gcc_compile "out-$1-$2.s" /usr/bin/time -o "time-$1-$2.out" -f '%F'
+	# Every read issued has completed (the stat file counts completions).
+	while read -r r w <"/sys/block/$DISK/inflight" && ((r + w > 0)); do sleep 0.05; done
+	read -r r1 _ <"/sys/block/$DISK/stat"
 	stop_stap
+	echo $((r1 - r0)) >"disk-reads-$1-$2.txt"
 	cmp -s "out-$1-$2.s" learned.s || fail "output with pbitmap_enabled=$1 differs"
 }
 for i in $(seq "$RUNS"); do
@@ -54,7 +73,7 @@ print("%-4s %3s | %6s %8s %9s %6s | %8s | %10s %12s %7s %10s" % (
 for c in ("0", "1"):
     for i in range(1, runs + 1):
         path = os.path.join(w, "waits-%s-%d.txt" % (c, i))
-        faults, waits, records = None, {}, None
+        faults, waits, records, requests, merged = None, {}, None, {}, None
         for line in open(path):
             kind, _, rest = line.partition(" ")
             kv = dict(f.split("=", 1) for f in rest.split() if "=" in f)
@@ -64,9 +83,32 @@ for c in ("0", "1"):
                 records = int(kv["n"])
             elif kind == "wait" and "n" in kv:
                 waits[kv["cause"]] = int(kv["us"])
-        if faults is None or records is None:
-            bad.append("pb=%s run %d: no faults or records line from waits.stp" % (c, i))
+            elif kind == "requests" and "cause" in kv:
+                requests[kv["cause"]] = int(kv["n"])
+            elif kind == "requests" and "merged" in kv:
+                merged = int(kv["merged"])
+        if faults is None or records is None or merged is None:
+            bad.append("pb=%s run %d: no faults, records or requests merged= line from waits.stp" % (c, i))
             continue
+        with open(os.path.join(w, "disk-reads-%s-%d.txt" % (c, i))) as f:
+            disk_reads = int(f.read())
+        counted = sum(requests.values()) - merged
+        print("pb=%s run %d: read requests: disk %d, waits.stp %d (%s, %d merged after)" % (
+            c, i, disk_reads, counted,
+            " ".join("%s %d" % kv for kv in sorted(requests.items(), key=lambda kv: -kv[1])), merged))
+        if counted != disk_reads:
+            bad.append("pb=%s run %d: waits.stp counted %d read requests, the disk %d"
+                       % (c, i, counted, disk_reads))
+        if c == "0" and (not requests.get("fault") or requests.get("pbitmap-record")):
+            bad.append("pb=0 run %d: pbitmap off, %d requests charged to faults, %d to record reads"
+                       % (i, requests.get("fault", 0), requests.get("pbitmap-record", 0)))
+        if c == "1" and not (requests.get("pbitmap-record") and requests.get("exec")):
+            bad.append("pb=1 run %d: pbitmap on, %d requests charged to record reads, %d to exec"
+                       " (its prefetch)" % (i, requests.get("pbitmap-record", 0), requests.get("exec", 0)))
+        # A traced task reads in a system call or a fault, nowhere else.
+        if requests.get("other"):
+            bad.append("pb=%s run %d: %d requests charged to neither a system call nor a fault"
+                       % (c, i, requests["other"]))
         with open(os.path.join(w, "time-%s-%d.out" % (c, i))) as f:
             tmaj = int(f.read().split()[-1])
         miss, infl, ra = faults["miss"], faults["inflight"], faults["readahead"]

@@ -317,4 +317,24 @@ cp waits.md before.md
 "$PYTHON" "$REPORT" targets.csv --waits-csv short.csv -o waits.md 2>err && fail "a waits CSV without its columns was accepted"
 grep -q 'short.csv: missing column(s): misses, inflight_faults' err || fail "unclear error: $(cat err)"
 cmp -s waits.md before.md || fail "a refused waits CSV changed the output"
+grep -q 'read requests on the bench disk' waits.md && fail "a requests table without requests columns"
+# With the requests by cause (waits.stp's requests lines): grouped, the
+# traced tasks' other calls summed, what was merged after taken off.
+{
+	head -n 1 waits.csv | sed 's/$/,disk_read_requests,read_requests_by_cause/'
+	sed -n 2p waits.csv | sed 's/$/,118,pbitmap-plan:90 fault:20 open:3 stat:2 readlink:1 syscall-5:2 other-tasks:1 merged:1/'
+	sed -n 3p waits.csv | sed 's/$/,0,merged:0/'
+} >waits-req.csv
+"$PYTHON" "$REPORT" targets.csv --waits-csv waits-req.csv -o waits-req.md 2>err || fail "report.py with requests: $(cat err)"
+sed -n '/read requests on the bench disk/,/^$/p;/^| workload *| condition *| disk.s count/,/^$/p' waits-req.md
+grep -qE '^\| gdb +\| off +\| +118 +\| +118 +\| +90 +\| +0 +\| +20 +\| +0 +\| +0 +\| +0 +\| +5 +\| +3 +\| +1 +\| +1 +\|$' waits-req.md ||
+	fail "gdb off's requests row: $(grep -E '^\| gdb +\| off +\| +118' waits-req.md)"
+grep -qE '^\| gdb +\| plan +\| +0 +\| +0( +\| +0){10} +\|$' waits-req.md ||
+	fail "gdb plan's requests row: $(grep -E '^\| gdb +\| plan +\| +0' waits-req.md)"
+for bad in 'fault:x merged:0' 'fault:1' 'fault:1 fault:2 merged:0' ':3 merged:0'; do
+	{ head -n 1 waits-req.csv; sed -n 2p waits.csv | sed "s/\$/,5,$bad/"; } >bad-req.csv
+	"$PYTHON" "$REPORT" targets.csv --waits-csv bad-req.csv -o waits-req.md 2>err &&
+		fail "read_requests_by_cause '$bad' was accepted"
+	grep -q 'bad-req.csv: line 2: read_requests_by_cause' err || fail "unclear error for '$bad': $(cat err)"
+done
 echo "ok: waits table"

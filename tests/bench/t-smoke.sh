@@ -17,7 +17,8 @@
 # 141 requests off, about 90 full when this test was written).  With WAITS=1
 # the harness runs each condition once more under stap/waits.stp: a row per
 # condition in waits.csv, misses under `off`, fewer under `full` and `plan`,
-# and the report's waits table.  Needs the
+# read requests by cause that add up to the disk's count, some charged to
+# the plan under `plan` only, and the report's waits table.  Needs the
 # kernel, the guest image, build/pbitmap-run and build/pbitmap-audit.so
 # (make check-bench builds them) and nbdkit (make deps).
 
@@ -102,6 +103,15 @@ for c, r in rows.items():
     # hogs, 0 in every row of two runs.
     check(int(r["skipped_probes"]) == 0, f"{c}: systemtap skipped {r['skipped_probes']} probes")
     check(int(r["used_pages"]) > 0, f"{c}: {r['used_pages']} pages used")
+    # Read requests by cause: all of them, on the bench disk, less those
+    # merged after, are what the disk counted over the run.
+    by = dict((k, int(n)) for k, _, n in (i.rpartition(":") for i in r["read_requests_by_cause"].split()))
+    counted = sum(n for k, n in by.items() if k != "merged") - by.get("merged", 0)
+    print(f"{c}: read requests: disk {r['disk_read_requests']}, waits.stp {counted} ({r['read_requests_by_cause']})")
+    check("merged" in by and counted == int(r["disk_read_requests"]),
+          f"{c}: waits.stp counted {counted} read requests, the disk {r['disk_read_requests']}")
+    check((by.get("pbitmap-plan", 0) > 0) == (c == "plan"),
+          f"{c}: {by.get('pbitmap-plan', 0)} requests charged to the plan")
 if "off" in rows:
     off = int(rows["off"]["misses"])
     check(off > 0 and float(rows["off"]["wait_fault_miss_ms"]) > 0,
