@@ -563,9 +563,9 @@ waits_run() {	# W C
 	read -r r0 _ </sys/block/$DEV/stat
 	staprun -o "$out" -c "/bin/bash $PWD/waits-cmd.sh" "$JOB/stap_waits.ko" dev=$DEV_T 2>"$err" ||
 		die "waits.stp for $w $c failed: $(tail -n 3 "$err")"
+	t1=${EPOCHREALTIME/./}
 	drain
 	read -r r1 _ </sys/block/$DEV/stat
-	t1=${EPOCHREALTIME/./}
 	set_condition off
 	ok=false
 	output_ok "$w" "$root" && ok=true

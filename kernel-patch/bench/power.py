@@ -23,8 +23,9 @@ workloads the CSV has on DISK), must be at most MARGIN (0.05) of the
 first sample's median.  The power at N is the share of D draws (default
 1000) that pass.  The interval's rank is the normal approximation of the
 rank-sum distribution (stats.asymptotic_rank(), which report.py uses
-beyond 32 runs against 32), without continuity or tie corrections: within
-one rank of the exact one, which would take a second or more per draw;
+beyond 64 runs in all), with the continuity correction and without a tie
+correction: within one rank of the exact one, which would take a second or
+more per draw;
 when N is so small that no rank reaches the level, the bound is infinite
 and the draw fails, as with the exact interval.
 
@@ -96,13 +97,13 @@ def read_pools(path: str, disk: str) -> dict:
 def upper_bound(x: np.ndarray, y: np.ndarray, z: float) -> float:
     """Upper end of the one-sided interval of the shift y - x at the level
     whose normal quantile is z, as stats.shift_interval() approximates it
-    (the (n*m - k)-th smallest of the n*m differences); infinite when the
-    samples are too small."""
-    k = stats.asymptotic_rank(len(x), len(y), z)
-    if k < 0:
+    (the q-th largest of the n*m differences); infinite when the samples
+    are too small."""
+    q = stats.asymptotic_rank(len(x), len(y), z)
+    if q < 1:
         return math.inf
     d = np.sort(np.subtract.outer(y, x).ravel())
-    return float(d[len(d) - 1 - k])
+    return float(d[len(d) - q])
 
 
 def power(pool: np.ndarray, n: int, margin: float, z: float, draws: int, rng) -> float:

@@ -555,9 +555,10 @@ class Report:
         approx = sum(not t["test"].exact for t in self.tests.values())
         if approx:
             w(f"\n{approx} of the {ntests} comparisons have samples too large for the "
-              "exact distribution (beyond 32 runs against 32): their p-values and "
+              "exact distribution (more than 64 runs in all): their p-values and "
               "intervals are the normal approximation's (stats.py: R's "
-              "wilcox.test(exact=FALSE), the Hollander-Wolfe interval).\n")
+              "wilcox.test(exact=FALSE), and the exact interval's rank from the "
+              "same approximation).\n")
         for disk in self.disks:
             w(f"\n### Disk: {disk}\n\n")
             w(self.figures_table(disk) + "\n")

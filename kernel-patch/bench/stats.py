@@ -21,25 +21,25 @@ here is rank based, and exact for samples of that size:
   wilcox.test(y, x, conf.int=TRUE, exact=TRUE) interval.
 - median_iqr(values), holm(pvalues), and ALPHA, the significance level.
 
-Exact while the null distribution's counts fit 64-bit integers (C(N, n) <
-2**62: up to 32 runs against 32, more when the samples are unbalanced);
-beyond that, the normal approximation (method "auto", the default), because
-the exact programme then runs on Python integers (report.py's exact
-interval at 300 against 300 was stopped after four minutes), and at such
-sizes the approximation is within a rank of it.  The approximate test is R's wilcox.test(exact=FALSE,
+Exact up to 64 runs in all (32 against 32; EXACT_MAX_RUNS); beyond that,
+the normal approximation (method "auto", the default), because the exact
+programme grows steeply with the runs and then runs on Python integers
+(report.py's exact interval at 300 against 300 was stopped after four
+minutes).  The approximate test is R's wilcox.test(exact=FALSE,
 correct=TRUE): mean and tie-corrected variance of the rank sum, continuity
-correction (scipy's mannwhitneyu(method="asymptotic") gives the same p); the
-approximate interval is the distribution-free one of Hollander and Wolfe,
-[d_(k+1), d_(nm-k)] with k = floor(nm/2 - z sqrt(nm(N+1)/12)), without a tie
-correction (with ties it is slightly wider: conservative).  Results say
-which they are (RankSumResult.exact).
+correction (scipy's mannwhitneyu(method="asymptotic") gives the same p).
+The approximate interval is [d_(q), d_(nm+1-q)], the exact interval's form
+with its rank q from the same normal approximation (asymptotic_rank()),
+without a tie correction: within one rank of the exact interval, on either
+side (tested at 10, 30 and 32 against as many).  Results say which they
+are (RankSumResult.exact).
 
 A difference is called significant when its p-value (after Holm's
 adjustment, when several are read together) is below ALPHA.
 """
 from fractions import Fraction
 from functools import lru_cache
-from math import comb, erfc, floor, sqrt
+from math import ceil, comb, erfc, sqrt
 from statistics import NormalDist
 from typing import NamedTuple, Sequence
 
@@ -123,11 +123,21 @@ def doubled_midranks(pooled: Sequence) -> list:
     return ranks
 
 
-def exact_feasible(n: int, m: int) -> bool:
-    """Whether the exact null distribution of n against m runs fits int64
-    counts (rank_sum_counts()'s fast path), which "auto" requires."""
-    total = n + m
+# "auto" is exact up to this many runs in all (32 against 32): the counts
+# then fit int64 (C(64, 32) < 2**62) and the interval's search, a dynamic
+# programme per gap between differences, takes about a second.  Beyond,
+# unbalanced samples too get slow (10 against 300 took 12-24 s).
+EXACT_MAX_RUNS = 64
+
+
+def _fits_int64(n: int, total: int) -> bool:
+    """Whether rank_sum_counts() can count n of total in int64."""
     return comb(total, min(n, total // 2)) < 2**62
+
+
+def exact_feasible(n: int, m: int) -> bool:
+    """Whether "auto" is exact for n against m runs (EXACT_MAX_RUNS)."""
+    return n + m <= EXACT_MAX_RUNS
 
 
 def _method(method: str, n: int, m: int) -> bool:
@@ -140,11 +150,14 @@ def _method(method: str, n: int, m: int) -> bool:
 
 
 def asymptotic_rank(n: int, m: int, z: float) -> int:
-    """k of the normal-approximation interval: its ends are the (k+1)-th
-    smallest and the (k+1)-th largest of the n*m pairwise differences, at
-    the level whose normal quantile (one end's) is z; negative when the
-    samples are too small for any rank to reach it."""
-    return floor(n * m / 2 - z * sqrt(n * m * (n + m + 1) / 12))
+    """q of the normal-approximation interval: its ends are the q-th
+    smallest and the q-th largest of the n*m pairwise differences, at the
+    level whose normal quantile (one end's) is z.  The exact interval's q
+    is the smallest u with P(U <= u) >= alpha (R's qwilcox); here that
+    probability is the normal one with the continuity correction,
+    q = ceil(nm/2 - 1/2 - z sqrt(nm(N+1)/12)).  Below 1 when the samples
+    are too small for any rank to reach the level."""
+    return ceil(n * m / 2 - 0.5 - z * sqrt(n * m * (n + m + 1) / 12))
 
 
 @lru_cache(maxsize=4096)
@@ -160,7 +173,7 @@ def rank_sum_counts(group_sizes: tuple, n: int) -> np.ndarray:
     if not 0 < n <= total:
         raise ValueError(f"cannot choose {n} of {total} values")
     max_sum = total * (total + 1)       # all doubled ranks together
-    dtype = np.int64 if exact_feasible(n, total - n) else object
+    dtype = np.int64 if _fits_int64(n, total) else object
     counts = np.zeros((n + 1, max_sum + 1), dtype=dtype)  # [taken, doubled sum]
     counts[0, 0] = 1
     start = 0
@@ -272,11 +285,11 @@ def shift_interval(x: Sequence[float], y: Sequence[float],
         raise ValueError("level must be between 0 and 1")
     xa, ya = _check_sample("x", x), _check_sample("y", y)
     if not _method(method, xa.size, ya.size):
-        k = asymptotic_rank(xa.size, ya.size, NormalDist().inv_cdf(1 - (1 - level) / 2))
-        if k < 0:
+        q = asymptotic_rank(xa.size, ya.size, NormalDist().inv_cdf(1 - (1 - level) / 2))
+        if q < 1:
             return -np.inf, np.inf
         d = np.sort(np.subtract.outer(ya, xa).ravel())
-        return float(d[k]), float(d[d.size - 1 - k])
+        return float(d[q - 1]), float(d[d.size - q])
     alpha = Fraction(1 - level).limit_denominator(10**9)
     # Exact arithmetic: the binary values of the floats, as Fractions.
     xf = [Fraction(v) for v in xa.tolist()]

@@ -20,7 +20,8 @@
 #     correct measurement;
 #   - the read requests waits.stp charged to causes (every task's, on the
 #     disk the compile reads from, less those merged after) are the disk's
-#     own count over the same span (/sys/block/DISK/stat), exactly; with
+#     own count over the same span (/sys/block/DISK/stat), within 2 (the
+#     disk is shared; other tasks' reads at the edges; 0 in 8 runs); with
 #     pbitmap off faults made some and no record read made any, with it on
 #     the record reads and exec (its prefetch) made some; none is charged
 #     to a traced task outside a system call or a fault;
@@ -96,7 +97,12 @@ for c in ("0", "1"):
         print("pb=%s run %d: read requests: disk %d, waits.stp %d (%s, %d merged after)" % (
             c, i, disk_reads, counted,
             " ".join("%s %d" % kv for kv in sorted(requests.items(), key=lambda kv: -kv[1])), merged))
-        if counted != disk_reads:
+        # The root disk is shared: a read of another task that straddles
+        # the start of the probes or the disk's first count, or is made
+        # between the disk's last count and the probes' end, is counted on
+        # one side only.  The harness, on a disk of its own, checks equality
+        # (tests/bench/t-smoke.sh).
+        if abs(counted - disk_reads) > 2:
             bad.append("pb=%s run %d: waits.stp counted %d read requests, the disk %d"
                        % (c, i, counted, disk_reads))
         if c == "0" and (not requests.get("fault") or requests.get("pbitmap-record")):

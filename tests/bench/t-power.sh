@@ -2,7 +2,7 @@
 # t-power: kernel-patch/bench/power.py, the runs the 5% non-inferiority test
 # needs.
 #   - the bound itself: for 10 against 10 runs with distinct differences,
-#     the 72nd smallest difference at one-sided 95% (k = 28); for 30
+#     the 73rd smallest difference at one-sided 95% (q = 28); for 30
 #     against 30, the upper end of stats.py's exact 90% interval; for 2
 #     against 2, no rank reaches the level: infinite;
 #   - a synthetic results.csv: "tight", every run within 0.5% of its
@@ -32,7 +32,7 @@ x = np.arange(10.0)
 y = np.arange(10.0) * 10 + 0.5          # 100 distinct differences 10j + 0.5 - i
 d = np.sort(np.subtract.outer(y, x).ravel())
 assert stats.asymptotic_rank(10, 10, z95) == 28, stats.asymptotic_rank(10, 10, z95)
-assert power.upper_bound(x, y, z95) == d[71], (power.upper_bound(x, y, z95), d[71])
+assert power.upper_bound(x, y, z95) == d[72], (power.upper_bound(x, y, z95), d[72])
 rng = np.random.default_rng(3)
 x, y = rng.normal(1, 0.2, 30), rng.normal(1, 0.2, 30)
 exact = stats.shift_interval(x, y, level=0.90, method="exact")[1]

@@ -244,11 +244,11 @@ class ShiftInterval(unittest.TestCase):
 
 
 class LargeSamples(unittest.TestCase):
-    """Beyond 32 runs against 32, "auto" is the normal approximation."""
+    """Beyond 64 runs in all, "auto" is the normal approximation."""
 
-    def test_auto_switches_where_int64_ends(self):
+    def test_auto_switches_beyond_sixty_four_runs(self):
         rng = np.random.default_rng(4)
-        for n, m, exact in ((20, 20, True), (32, 32, True), (10, 200, True),
+        for n, m, exact in ((20, 20, True), (32, 32, True), (10, 54, True), (10, 55, False),
                             (33, 33, False), (300, 300, False)):
             x, y = rng.normal(0, 1, n), rng.normal(0, 1, m)
             self.assertEqual(stats.rank_sum_test(x, y).exact, exact, (n, m))
@@ -284,14 +284,26 @@ class LargeSamples(unittest.TestCase):
             pa = stats.rank_sum_test(x, y, method="asymptotic").p
             self.assertLess(abs(pe - pa), 0.1 * pe + 1e-4, (pe, pa))
 
-    def test_interval_is_hollander_wolfe(self):
-        # 300 against 300, 95%: k = floor(45000 - 1.959964 * sqrt(90000 * 601 / 12))
-        # = floor(45000 - 1.959964 * 2123.087) = 40838; ends d_(40839), d_(49162).
+    def test_interval_rank_by_hand(self):
+        # 300 against 300, 95%: q = ceil(45000 - 0.5 - 1.959964 * sqrt(90000 * 601 / 12))
+        # = ceil(45000 - 0.5 - 1.959964 * 2123.087) = ceil(40838.3) = 40839;
+        # ends d_(40839) and d_(90000 + 1 - 40839) = d_(49162).
         x = np.arange(300.0)
         y = np.arange(300.0) * 1000 + 0.5       # distinct differences
         d = np.sort(np.subtract.outer(y, x).ravel())
-        self.assertEqual(stats.asymptotic_rank(300, 300, 1.959963984540054), 40838)
-        self.assertEqual(stats.shift_interval(x, y), (d[40838], d[90000 - 1 - 40838]))
+        self.assertEqual(stats.asymptotic_rank(300, 300, 1.959963984540054), 40839)
+        self.assertEqual(stats.shift_interval(x, y), (d[40838], d[49161]))
+
+    def test_rank_equals_exact_where_checked(self):
+        # Distinct differences: the exact interval's lower end is the
+        # qwilcox rank (10 against 10 at 95%: 24; at 90%: 28).
+        for n, level, want in ((10, 0.95, 24), (10, 0.90, 28)):
+            x = np.arange(float(n))
+            y = np.arange(float(n)) * 1000 + 0.5
+            d = np.sort(np.subtract.outer(y, x).ravel())
+            exact = stats.shift_interval(x, y, level, method="exact")
+            self.assertEqual(exact, (d[want - 1], d[n * n - want]))
+            self.assertEqual(stats.shift_interval(x, y, level, method="asymptotic"), exact)
 
     def test_fast_enough_for_three_hundred_runs(self):
         rng = np.random.default_rng(10)
