@@ -136,17 +136,16 @@ def _fits_int64(n: int, total: int) -> bool:
 
 
 def exact_feasible(n: int, m: int) -> bool:
-    """Whether "auto" is exact for n against m runs (EXACT_MAX_RUNS)."""
+    """Whether "auto" is exact for n against m runs (EXACT_MAX_RUNS; the
+    same for m against n)."""
     return n + m <= EXACT_MAX_RUNS
 
 
 def _method(method: str, n: int, m: int) -> bool:
-    """True for exact, False for the normal approximation.  "auto" asks
-    with the smaller sample counted, so that swapping x and y never
-    changes the method."""
+    """True for exact, False for the normal approximation."""
     if method not in METHODS:
         raise ValueError(f"method must be one of {', '.join(METHODS)}, not {method!r}")
-    return method == "exact" or (method == "auto" and exact_feasible(min(n, m), max(n, m)))
+    return method == "exact" or (method == "auto" and exact_feasible(n, m))
 
 
 def asymptotic_rank(n: int, m: int, z: float) -> int:
