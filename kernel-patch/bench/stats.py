@@ -31,7 +31,7 @@ correction (scipy's mannwhitneyu(method="asymptotic") gives the same p).
 The approximate interval is [d_(q), d_(nm+1-q)], the exact interval's form
 with its rank q from the same normal approximation (asymptotic_rank()),
 without a tie correction: within one rank of the exact interval, on either
-side (tested at 10, 30 and 32 against as many).  Results say which they
+side (tested at 10 and 30 against as many).  Results say which they
 are (RankSumResult.exact).
 
 A difference is called significant when its p-value (after Holm's
