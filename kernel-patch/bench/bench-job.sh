@@ -72,6 +72,9 @@ set -euo pipefail
 JOB=$PWD
 OUT=${RESULTS:-$JOB/results}
 die() { echo "bench-job: $*" >&2; echo "bench-job: $*" >"$OUT/error"; exit 1; }
+# set -e exits without a word: say which command failed, and where.
+set -E
+trap 'echo "bench-job: line $LINENO: exit status $? from: $BASH_COMMAND" >&2' ERR
 [ -f "$JOB/bench.conf" ] || die "no bench.conf beside the job"
 # shellcheck source=/dev/null
 . "$JOB/bench.conf"
@@ -435,14 +438,31 @@ cp truth.json "$OUT/truth.json"
 
 # --- The runs.  Between dropping the caches and reading the counters only
 # shell builtins and the pinned harness run.
-vmstat_get() {	# NAME: sets VAL
-	local k v
-	VAL=0
-	while read -r k v; do [ "$k" = "$1" ] && { VAL=$v; return; }; done </proc/vmstat
+#
+# /proc files are read in one sequential pass (mapfile), never with `while
+# read ... </proc/FILE`: bash's read seeks back to each line's end, a seek
+# in a seq_file regenerates the text, and a counter that changed digits
+# meanwhile tears the line being looked for.  That made this harness exit
+# with status 1 and no message after 597 of 800 runs (2026-11-27); on the
+# host, with nr_dirty changing width, 6 of 3000 such lookups missed
+# (kernel-patch/tests/coldlib.sh's proc_lines() has the same rule).
+proc_value() {	# FILE KEY: sets VAL to the first field after KEY
+	local l
+	local -a lines
+	mapfile -t lines <"$1"
+	for l in "${lines[@]}"; do
+		[ "${l%% *}" = "$2" ] || continue
+		read -r VAL _ <<<"${l#"$2"}"
+		return 0
+	done
+	die "no $2 in $1"
 }
-cached_kb() {
-	local k v
-	while read -r k v _; do [ "$k" = Cached: ] && { KB=$v; return; }; done </proc/meminfo
+vmstat_get() {	# NAME: sets VAL
+	proc_value /proc/vmstat "$1"
+}
+cached_kb() {	# sets KB
+	proc_value /proc/meminfo Cached:
+	KB=$VAL
 }
 drain() {	# reads still in flight belong to the run that started them
 	local r w t0=${EPOCHREALTIME/./}
