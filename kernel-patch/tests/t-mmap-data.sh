@@ -90,8 +90,9 @@ for mode in clustered scattered; do
 			[ "$c" = on ] || continue
 			marked=$((m1 - m0)) submitted=$((s1 - s0))
 			room=$((runs[$mode] * (ra_pages / 2)))
-			echo "$mode run $i: $marked pages marked in ${runs[$mode]} runs, $submitted submitted" \
-				"(gap ${gap_kb} KiB, room $room pages)"
+			bound="fixed gap ${gap_kb} KiB, no bound"
+			((gap_kb >= 0)) || bound="gap from the device; at most marked + $room pages of gaps = $((marked + room))"
+			echo "$mode run $i: $marked pages marked in ${runs[$mode]} runs, $submitted submitted ($bound)"
 			if ((gap_kb < 0 && submitted > marked + room)); then
 				bad_prefetch+=" $mode run $i: $submitted pages submitted for $marked marked in ${runs[$mode]} runs, more than half a readahead window ($ra_pages pages) per run;"
 			fi
