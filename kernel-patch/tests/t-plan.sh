@@ -5,9 +5,10 @@
 # Built in the guest: prog, a small program linked (absolute RUNPATH) with
 # libbig.so, a private library of 2 MiB, and libtiny.so, one far below the
 # readahead window and not stamped; prog dlopen()s mod.so (2 MiB) by its
-# absolute path and touches scattered pages of libbig.so and mod.so; and
-# reach.so and small.so (2 MiB, and below the window), modules in a
-# directory only root may search.  The libraries are stamped
+# absolute path and touches scattered pages of libbig.so and mod.so, and
+# reads two data files whole with read(2), conf.txt (below the readahead
+# window) and big.dat (above it); and reach.so and small.so (2 MiB, and
+# below the window), modules in a directory only root may search.  The libraries are stamped
 # and marked with exactly the pages one cold run faults (ground_truth.py);
 # prog gets a plan area and `pbitmap plan prog libbig.so mod.so`.
 #
@@ -27,7 +28,9 @@
 #     alone, not the private path; the same loading hidden/small.so: no
 #     file of hidden/ listed, small or not; run again loading mod.so: they are
 #     libbig.so then mod.so (pbitmap show --json), the files at or below
-#     the window (libtiny.so among them) listed whole, one range each, and
+#     the window listed whole, one range each, libtiny.so among them and
+#     conf.txt, which prog reads with read(2) (big.dat, read too, is
+#     above the window: not listed), and
 #     the next cold start follows it (one plan run, every file opened, one
 #     record read);
 #   - libtiny.so replaced after that (a new inode): skipped and counted,
@@ -36,7 +39,7 @@
 #     to cover;
 #   - a copy owned by nobody and stamped --learn=every, learned from root's
 #     run (vm.pbitmap_learn=2): its plan lists libbig.so and mod.so and no
-#     file at or below the window (a file without a record is listed only
+#     file at or below the window, mapped or read (a file without a record is listed only
 #     from a learner that owns the executable);
 #   - a library replaced after the plan was written (a new inode, its
 #     record copied along): skipped and counted (pbitmap_plan_skip_changed
@@ -90,15 +93,33 @@ echo 'unsigned long mod_sum(void) { return 2; }' >small.c
 echo 'int tiny(void) { return 1; }' >libtiny.c
 cat >prog.c <<EOF
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdio.h>
+#include <unistd.h>
 unsigned long big_sum(void);
 int tiny(void);
+/* Bytes of a file read whole with read(2), or -1. */
+static long read_whole(const char *name)
+{
+	char buf[4096];
+	long total = 0;
+	ssize_t n;
+	int fd = open(name, O_RDONLY);
+
+	if (fd < 0)
+		return -1;
+	while ((n = read(fd, buf, sizeof(buf))) > 0)
+		total += n;
+	close(fd);
+	return n < 0 ? -1 : total;
+}
 int main(int argc, char **argv)
 {
 	const char *mod = argc > 1 ? argv[1] : "$W/mod.so";
 	void *h = dlopen(mod, RTLD_NOW);
 	unsigned long (*f)(void) = h ? (unsigned long (*)(void))dlsym(h, "mod_sum") : 0;
 
+	printf("read %ld %ld\n", read_whole("$W/conf.txt"), read_whole("$W/big.dat"));
 	printf("big %lu tiny %d mod %s\n", big_sum(), tiny(), f ? "loaded" : "absent");
 	if (f)
 		printf("mod %lu\n", f());
@@ -109,6 +130,9 @@ gcc -O1 -shared -fPIC -o libbig.so libbig.c || fail "cannot build libbig.so"
 gcc -O1 -shared -fPIC -o mod.so mod.c || fail "cannot build mod.so"
 gcc -O1 -shared -fPIC -o libtiny.so libtiny.c || fail "cannot build libtiny.so"
 ra_kb=$(cat /sys/block/vda/queue/read_ahead_kb)
+head -c 8192 /dev/urandom >conf.txt
+head -c $((ra_kb * 2048)) /dev/urandom >big.dat
+chmod 644 conf.txt big.dat
 (($(stat -c %s libtiny.so) <= ra_kb * 1024)) ||
 	fail "libtiny.so is $(stat -c %s libtiny.so) bytes, above the readahead window ($ra_kb KiB)"
 mkdir -m 700 hidden
@@ -118,6 +142,7 @@ gcc -O1 -o prog prog.c -L"$W" -lbig -ltiny -Wl,-rpath,"$W" -ldl || fail "cannot 
 rm -f ./*.c
 ./prog >want.out || fail "prog does not run"
 grep -q 'mod loaded' want.out || fail "prog did not load mod.so: $(cat want.out)"
+grep -qx "read 8192 $((ra_kb * 2048))" want.out || fail "prog did not read conf.txt and big.dat: $(cat want.out)"
 
 pbitmap add -q libbig.so mod.so hidden/reach.so || fail "cannot stamp the libraries"
 # Pages of its own: a file whose record marks none is never listed anyway.
@@ -195,8 +220,9 @@ echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
 echo 1 >/proc/sys/vm/pbitmap_learn
 cold_cond on
 # learned_check PROG TINY FILE...: the files of PROG's learned plan larger
-# than the readahead window are exactly FILE..., in order; TINY (or, with
-# TINY "-", no file at or below the window) is among the others, each
+# than the readahead window are exactly FILE..., in order; the files of
+# TINY, colon-separated (or, with TINY "-", no file at or below the
+# window) are among the others, each
 # listed whole (one range from 0 to the end of the file), /etc/ld.so.cache
 # among them when it is that small; no file of $W/hidden is listed.  Sets
 # nr_learned to the number of files listed.
@@ -222,8 +248,9 @@ if tiny == "-":
     if small:
         sys.exit("learned plan lists files without a record: %s" % small)
 else:
-    if tiny not in small:
-        sys.exit("learned plan does not list %s: %s" % (tiny, small))
+    for t in tiny.split(":"):
+        if t not in small:
+            sys.exit("learned plan does not list %s: %s" % (t, small))
     cache = "/etc/ld.so.cache"
     if (os.path.getsize(cache) <= window) != (cache in small):
         sys.exit("%s is %d bytes (window %d) and %slisted" %
@@ -243,23 +270,23 @@ echo 1 >/proc/sys/vm/pbitmap_learn
 one learning-private ./prog-learn "$W/hidden/reach.so"
 grep -q 'mod loaded' learning-private.out || fail "root could not load hidden/reach.so"
 learn_flush
-learned_check prog-learn "$W/libtiny.so" "$W/libbig.so"
+learned_check prog-learn "$W/libtiny.so:$W/conf.txt" "$W/libbig.so"
 echo 1 >/proc/sys/vm/pbitmap_learn
 one learning-private-small ./prog-learn "$W/hidden/small.so"
 grep -q 'mod loaded' learning-private-small.out || fail "root could not load hidden/small.so"
 learn_flush
-learned_check prog-learn "$W/libtiny.so" "$W/libbig.so"
+learned_check prog-learn "$W/libtiny.so:$W/conf.txt" "$W/libbig.so"
 echo 1 >/proc/sys/vm/pbitmap_learn
 one learning ./prog-learn
 learn_flush
 learn_reset
-learned_check prog-learn "$W/libtiny.so" "$W/libbig.so" "$W/mod.so"
+learned_check prog-learn "$W/libtiny.so:$W/conf.txt" "$W/libbig.so" "$W/mod.so"
 one learned ./prog-learn
 cmp -s learned.out want.out || fail "the learned plan's run: $(cat learned.out)"
 [ "$(d learned pbitmap_plan_exec)" = 1 ] && [ "$(d learned pbitmap_plan_files)" = "$nr_learned" ] &&
 	[ "$(reads learned)" = 1 ] ||
 	fail "following the learned plan: plan_exec $(d learned pbitmap_plan_exec), files $(d learned pbitmap_plan_files) of $nr_learned, records read $(reads learned)"
-echo "ok: the kernel learned the plan (libbig.so, mod.so; $((nr_learned - 2)) small files whole) and the next start follows it"
+echo "ok: the kernel learned the plan (libbig.so, mod.so; $((nr_learned - 2)) small files whole, conf.txt, read with read(2), among them) and the next start follows it"
 
 # A small file of the learned plan replaced: skipped, the rest still covered.
 cp libtiny.so libtiny.new && mv libtiny.new libtiny.so
