@@ -6,9 +6,11 @@
 # libbig.so, a private library of 2 MiB, and libtiny.so, one far below the
 # readahead window and not stamped; prog dlopen()s mod.so (2 MiB) by its
 # absolute path and touches scattered pages of libbig.so and mod.so, and
-# reads two data files whole with read(2), conf.txt (below the readahead
-# window) and big.dat (above it); and reach.so and small.so (2 MiB, and
-# below the window), modules in a directory only root may search.  The libraries are stamped
+# reads three data files whole with read(2): conf.txt (below the readahead
+# window) and big.dat (above it) each in one read asking for all of it,
+# part.txt (below the window) 4 KiB at a time; and reach.so and small.so
+# (2 MiB, and below the window), modules in a directory only root may
+# search.  The libraries are stamped
 # and marked with exactly the pages one cold run faults (ground_truth.py);
 # prog gets a plan area and `pbitmap plan prog libbig.so mod.so`.
 #
@@ -29,8 +31,8 @@
 #     file of hidden/ listed, small or not; run again loading mod.so: they are
 #     libbig.so then mod.so (pbitmap show --json), the files at or below
 #     the window listed whole, one range each, libtiny.so among them and
-#     conf.txt, which prog reads with read(2) (big.dat, read too, is
-#     above the window: not listed), and
+#     conf.txt, which prog reads with read(2), not big.dat (above the
+#     window) nor part.txt (its first read asks for 4 KiB of 8), and
 #     the next cold start follows it (one plan run, every file opened, one
 #     record read);
 #   - libtiny.so replaced after that (a new inode): skipped and counted,
@@ -98,17 +100,17 @@ cat >prog.c <<EOF
 #include <unistd.h>
 unsigned long big_sum(void);
 int tiny(void);
-/* Bytes of a file read whole with read(2), or -1. */
-static long read_whole(const char *name)
+static char buf[1 << 20];
+/* Bytes of a file read whole with read(2), CHUNK bytes a call, or -1. */
+static long read_whole(const char *name, size_t chunk)
 {
-	char buf[4096];
 	long total = 0;
 	ssize_t n;
 	int fd = open(name, O_RDONLY);
 
 	if (fd < 0)
 		return -1;
-	while ((n = read(fd, buf, sizeof(buf))) > 0)
+	while ((n = read(fd, buf, chunk)) > 0)
 		total += n;
 	close(fd);
 	return n < 0 ? -1 : total;
@@ -119,7 +121,8 @@ int main(int argc, char **argv)
 	void *h = dlopen(mod, RTLD_NOW);
 	unsigned long (*f)(void) = h ? (unsigned long (*)(void))dlsym(h, "mod_sum") : 0;
 
-	printf("read %ld %ld\n", read_whole("$W/conf.txt"), read_whole("$W/big.dat"));
+	printf("read %ld %ld %ld\n", read_whole("$W/conf.txt", sizeof(buf)),
+	       read_whole("$W/big.dat", sizeof(buf)), read_whole("$W/part.txt", 4096));
 	printf("big %lu tiny %d mod %s\n", big_sum(), tiny(), f ? "loaded" : "absent");
 	if (f)
 		printf("mod %lu\n", f());
@@ -132,7 +135,8 @@ gcc -O1 -shared -fPIC -o libtiny.so libtiny.c || fail "cannot build libtiny.so"
 ra_kb=$(cat /sys/block/vda/queue/read_ahead_kb)
 head -c 8192 /dev/urandom >conf.txt
 head -c $((ra_kb * 2048)) /dev/urandom >big.dat
-chmod 644 conf.txt big.dat
+head -c 8192 /dev/urandom >part.txt
+chmod 644 conf.txt big.dat part.txt
 (($(stat -c %s libtiny.so) <= ra_kb * 1024)) ||
 	fail "libtiny.so is $(stat -c %s libtiny.so) bytes, above the readahead window ($ra_kb KiB)"
 mkdir -m 700 hidden
@@ -142,7 +146,8 @@ gcc -O1 -o prog prog.c -L"$W" -lbig -ltiny -Wl,-rpath,"$W" -ldl || fail "cannot 
 rm -f ./*.c
 ./prog >want.out || fail "prog does not run"
 grep -q 'mod loaded' want.out || fail "prog did not load mod.so: $(cat want.out)"
-grep -qx "read 8192 $((ra_kb * 2048))" want.out || fail "prog did not read conf.txt and big.dat: $(cat want.out)"
+grep -qx "read 8192 $((ra_kb * 2048)) 8192" want.out ||
+	fail "prog did not read conf.txt, big.dat and part.txt: $(cat want.out)"
 
 pbitmap add -q libbig.so mod.so hidden/reach.so || fail "cannot stamp the libraries"
 # Pages of its own: a file whose record marks none is never listed anyway.
@@ -219,6 +224,9 @@ trap 'learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
 echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
 echo 1 >/proc/sys/vm/pbitmap_learn
 cold_cond on
+# Read with read(2) but never to be listed: above the window, or not read
+# whole by its first read.
+export NOT_LISTED="$W/big.dat:$W/part.txt"
 # learned_check PROG TINY FILE...: the files of PROG's learned plan larger
 # than the readahead window are exactly FILE..., in order; the files of
 # TINY, colon-separated (or, with TINY "-", no file at or below the
@@ -243,6 +251,9 @@ if not all(f["state"] == "current" for f in files):
     sys.exit("learned plan: %s" % files)
 if any(f["path"].startswith(hidden) for f in files):
     sys.exit("learned plan lists a file of %s" % hidden)
+never = [f["path"] for f in files if f["path"] in os.environ["NOT_LISTED"].split(":")]
+if never:
+    sys.exit("learned plan lists %s" % never)
 small = [f["path"] for f in files if f["size"] <= window]
 if tiny == "-":
     if small:
