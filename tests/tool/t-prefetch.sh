@@ -64,7 +64,8 @@ cd "$d" || fail "cd $d"
 cat >cache.py <<'PY'
 """cache.py drop FILE...        evict FILE from the page cache (fdatasync + DONTNEED)
 cache.py resident FILE [N-M...]  "RESIDENT TOTAL": pages of FILE in the page cache,
-                                 among granules N..M inclusive (default: all)"""
+                                 among granules N..M inclusive (default: all)
+cache.py missing FILE [N-M...]   the pages of those not in the page cache"""
 import ctypes, mmap, os, sys
 
 def drop(path):
@@ -96,8 +97,12 @@ def resident(path, ranges):
     for r in ranges or ["0-%d" % (pages - 1)]:
         a, b = map(int, r.split("-"))
         want.update(range(a, min(b, pages - 1) + 1))
-    print(sum(vec.raw[n] & 1 for n in want), len(want))
+    if missing:
+        print(" ".join(str(n) for n in sorted(want) if not vec.raw[n] & 1))
+    else:
+        print(sum(vec.raw[n] & 1 for n in want), len(want))
 
+missing = sys.argv[1] == "missing"
 if sys.argv[1] == "drop":
     for f in sys.argv[2:]:
         drop(f)
@@ -132,7 +137,10 @@ wait_resident() {
 		((res == total)) && return 0
 		sleep 0.1
 	done
-	fail "$f: only $res of $total prefetched pages became resident"
+	# Which pages, to tell a prefetch that stopped short (the end of a
+	# range) from pages reclaimed again after they were read (scattered).
+	fail "$f: only $res of $total prefetched pages became resident; missing:" \
+		"$(python3 cache.py missing "$f" $ranges | cut -c1-400); ranges: ${ranges:0:400}"
 }
 
 # majflt CMD...: major page faults of CMD (its whole process, exec included).
