@@ -35,6 +35,12 @@
 #                           copies; each copy it touched marked with exactly
 #                           the pages it faulted (NAME.truth, NAME.want)
 #   vmstat_counter NAME     a /proc/vmstat counter (empty if the kernel has none)
+#   record_section FILE     "OFFSET SIZE" of FILE's record section (pbitmap
+#                           show --json); non-zero status if there is none.
+#                           Call it in a command substitution, which waits
+#                           for the python3 it runs: a process substitution
+#                           returns at the line, and an exiting python3 would
+#                           fault pages in during what the caller measures next
 #   learn_reset             learning off, its intervals and window at their
 #                           defaults (the learning tests' EXIT traps)
 #   learn_flush             write back what the kernel learned, now
@@ -44,6 +50,11 @@ COLD_RESULTS=${COLD_RESULTS:-cold-results}
 RUNS=${RUNS:-3}
 
 cold_fail() { echo "FAIL: $*"; exit 1; }
+
+record_section() {
+	pbitmap show --json "$1" |
+		python3 -c 'import json,sys; r = json.load(sys.stdin)[0]; print(r["record_offset"], r["section_size"])'
+}
 
 learn_reset() {
 	local vm=/proc/sys/vm

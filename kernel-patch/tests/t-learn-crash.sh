@@ -42,8 +42,8 @@ for f in lp1 lp2; do
 done
 specs=()
 for f in lp1 lp2; do
-	read -r off size < <(pbitmap show --json mnt/$f |
-		python3 -c 'import json,sys; r = json.load(sys.stdin)[0]; print(r["record_offset"], r["section_size"])')
+	section=$(record_section mnt/$f) || fail "mnt/$f: no record section (pbitmap show --json)"
+	read -r off size <<<"$section"
 	specs+=(--file "$f:$off:$size:")
 done
 umount mnt

@@ -54,14 +54,11 @@ pbitmap verify -q big.so || fail "the tool does not accept the crafted 4 MiB rec
 sync
 max_kb=$(cat /sys/block/vda/queue/max_sectors_kb)
 # The extents the section lies in: a request never spans two.  How many
-# depends on the free space the guest image has left.  A command
-# substitution, not a process substitution: read returns as soon as the
-# line is there, and a python3 still exiting would fault its pages back in
-# during the measured call below (on the debug kernel it did: 6 requests,
-# 408 KiB, past the byte bound).
-section=$(pbitmap show --json big.so |
-	python3 -c 'import json,sys; r = json.load(sys.stdin)[0]; print(r["record_offset"], r["section_size"])') ||
-	fail "pbitmap show --json big.so"
+# depends on the free space the guest image has left.  record_section in a
+# command substitution, which waits for its python3: still exiting, that
+# python3 faulted its pages back in during the measured call below on the
+# debug kernel (6 requests, 408 KiB, past the byte bound).
+section=$(record_section big.so) || fail "big.so: no record section (pbitmap show --json)"
 read -r sec_off sec_size <<<"$section"
 extents=$(filefrag -e -b1 big.so | awk -v a="$sec_off" -v b="$((sec_off + sec_size))" -F'[ :.]+' '
 	$2 ~ /^[0-9]+$/ { lo = $3; hi = $4 + 1; if (lo < b && hi > a) n++ } END { print n + 0 }')
