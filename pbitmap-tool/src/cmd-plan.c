@@ -148,6 +148,21 @@ static int plan_one(struct plan_file *pf, const char *path)
 	return ret;
 }
 
+/*
+ * A plan names each file once (the kernel refuses a plan with two entries
+ * for one device and inode, however the paths are spelled).  Files are
+ * few (PBITMAP_PLAN_MAX_FILES), so pairs are compared directly.
+ */
+static int one_entry_per_file(const struct plan_file *v, size_t n, char **files)
+{
+	for (size_t i = 1; i < n; i++)
+		for (size_t j = 0; j < i; j++)
+			if (v[i].in.dev == v[j].in.dev && v[i].in.ino == v[j].in.ino)
+				return pb_error(files[i], "the same file as %s: a plan names "
+						"each file once", files[j]);
+	return 0;
+}
+
 static int write_plan(const char *program, char **files, int nr, bool clear)
 {
 	struct plan_file *v = NULL;
@@ -183,6 +198,8 @@ static int write_plan(const char *program, char **files, int nr, bool clear)
 	}
 	for (size_t i = 0; !ret && i < n; i++)
 		ret = plan_one(&v[i], files[i]);
+	if (!ret)
+		ret = one_entry_per_file(v, n, files);
 	if (ret)
 		goto out;
 	for (size_t i = 0; i < n; i++) {

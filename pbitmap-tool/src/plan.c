@@ -31,6 +31,48 @@ static bool all_zero(const unsigned char *p, size_t n)
 	return true;
 }
 
+static int cmp_identity(const void *a, const void *b)
+{
+	const uint64_t *x = a, *y = b;
+
+	if (x[0] != y[0])
+		return x[0] < y[0] ? -1 : 1;
+	return x[1] < y[1] ? -1 : x[1] > y[1];
+}
+
+/*
+ * The canonical form the kernel enforces (docs/FORMAT.md, "Start-up
+ * plan"): each file's ranges in increasing order and disjoint, and one
+ * entry per file (device and inode).  An entry is used only when its path
+ * leads to the inode it names, so two entries that name different inodes
+ * can never be one file, however their paths are spelled.  What a plan
+ * of this form makes the kernel examine is bounded by the pages it names.
+ */
+static const char *plan_canonical(const struct pbitmap_plan_file *files, uint32_t nr_files,
+				  const struct pbitmap_plan_step *steps, uint32_t nr_steps)
+{
+	uint64_t end[PBITMAP_PLAN_MAX_FILES] = { 0 };
+	uint64_t ids[PBITMAP_PLAN_MAX_FILES][2];
+
+	for (uint32_t i = 0; i < nr_steps; i++) {
+		uint32_t file = le16toh(steps[i].file);
+		uint64_t start = le32toh(steps[i].start);
+
+		if (start < end[file])
+			return "plan: a file's ranges are not in order or overlap (not canonical)";
+		end[file] = start + le32toh(steps[i].nr);
+	}
+	for (uint32_t i = 0; i < nr_files; i++) {
+		ids[i][0] = le32toh(files[i].dev);
+		ids[i][1] = le64toh(files[i].ino);
+	}
+	qsort(ids, nr_files, sizeof(ids[0]), cmp_identity);
+	for (uint32_t i = 1; i < nr_files; i++)
+		if (!cmp_identity(ids[i - 1], ids[i]))
+			return "plan: two entries name one file (not canonical)";
+	return NULL;
+}
+
 bool pb_plan_empty(const unsigned char *area, size_t size)
 {
 	return size < sizeof(struct pbitmap_plan) ||
@@ -91,7 +133,7 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 		if (!nr || start + nr > (le64toh(files[file].size) + UNIT - 1) / UNIT)
 			return "plan: a range is empty or past its file's end";
 	}
-	return NULL;
+	return plan_canonical(files, nr_files, steps, nr_steps);
 }
 
 void pb_plan_carry(struct pb_record *dst, const struct pb_record *src)

@@ -17,7 +17,10 @@
 #   - a re-stamp (-g 2) carries the plan; --clear empties it; strip gives
 #     the original bytes;
 #   - a plan whose step names a file past the table, sealed with a right
-#     checksum: verify exits 1 naming it; so does an unterminated name;
+#     checksum: verify exits 1 naming it; so do an unterminated name, a
+#     file's ranges repeated or out of order and two entries for one inode
+#     (the canonical form the kernel enforces);
+#   - plan refuses a file named twice, also through a hard link;
 #   - usage errors exit 2.
 
 source "$(dirname "$0")/../lib.sh"
@@ -84,12 +87,16 @@ expect_status 0 "$PBITMAP" show "$d/prog"
 grep -q "$data_real (replaced)" "$OUT" || fail "show: $(cat "$OUT")"
 pass "a file replaced since the plan: verify and show say so, exit 0"
 
+# 300 distinct small files (a plan names each file once): about 22 KiB of
+# entries, ranges and names.
 big=()
-for i in $(seq 1 40); do
-	big+=("$d/lib.so")
+mkdir "$d/many"
+for i in $(seq 1 300); do
+	printf 'x' >"$d/many/file-$i"
+	big+=("$d/many/file-$i")
 done
 snapshot "$d/prog"
-expect_status 1 "$PBITMAP" plan "$d/prog" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}" "${big[@]}"
+expect_status 1 "$PBITMAP" plan "$d/prog" "${big[@]}"
 grep -q 'the plan takes [0-9]* bytes, its area has 16384: stamp it again with a larger --plan-size' "$ERR" ||
 	fail "a plan too large: $(cat "$ERR")"
 assert_unchanged "$d/prog" "plan too large"
@@ -102,6 +109,17 @@ expect_status 1 "$PBITMAP" add --plan-size 4K "$d/data"
 grep -q 'only an executable carries a start-up plan' "$ERR" || fail "data file: $(cat "$ERR")"
 assert_unchanged "$d/data" "data file with --plan-size"
 pass "too large, no plan area, a data file: exit 1, what to do, nothing changed"
+
+ln "$d/lib.so" "$d/lib-link.so"
+snapshot "$d/prog"
+expect_status 1 "$PBITMAP" plan "$d/prog" "$d/lib.so" "$d/data" "$d/lib.so"
+grep -q "lib.so: the same file as .*lib.so: a plan names each file once" "$ERR" ||
+	fail "a file named twice: $(cat "$ERR")"
+assert_unchanged "$d/prog" "a file named twice"
+expect_status 1 "$PBITMAP" plan "$d/prog" "$d/lib.so" "$d/lib-link.so"
+grep -q "lib-link.so: the same file as .*lib.so" "$ERR" || fail "a hard link of a planned file: $(cat "$ERR")"
+assert_unchanged "$d/prog" "a hard link of a planned file"
+pass "one file named twice, or through a hard link: exit 1, which, nothing changed"
 
 cp "$d/data" "$d/data2"
 expect_status 0 "$PBITMAP" plan "$d/prog" "$d/lib.so" "$d/data2"
@@ -131,8 +149,20 @@ for at in offs:
     h = ec.header_at(bytes(data), at)
     plan = at + size - h["plan_size"]
     nr_files = struct.unpack_from("<H", data, plan + 8)[0]
+    steps = plan + 32 + 32 * nr_files
     if what == "step-file":
-        struct.pack_into("<H", data, plan + 32 + 32 * nr_files + 8, nr_files)
+        struct.pack_into("<H", data, steps + 8, nr_files)
+    elif what == "repeat":
+        # The second step becomes the first one again: same file, same range.
+        data[steps + 12:steps + 24] = data[steps:steps + 12]
+    elif what == "reversed":
+        # The first file's first two ranges swapped.
+        data[steps:steps + 12], data[steps + 12:steps + 24] = \
+            data[steps + 12:steps + 24], data[steps:steps + 12]
+    elif what == "same-inode":
+        # Entry 1 names entry 0's device and inode (its path, size, ranges kept).
+        struct.pack_into("<Q", data, plan + 32 + 32, struct.unpack_from("<Q", data, plan + 32)[0])
+        struct.pack_into("<I", data, plan + 32 + 32 + 16, struct.unpack_from("<I", data, plan + 32 + 16)[0])
     else:
         used = struct.unpack_from("<I", data, plan + 4)[0]
         data[plan + used - 1] = ord("x")
@@ -141,18 +171,25 @@ for at in offs:
 open(path, "wb").write(data)
 EOF
 }
-for what in step-file name; do
+for what in step-file name repeat reversed same-inode; do
 	cp /usr/bin/ls "$d/bad"
 	expect_status 0 "$PBITMAP" add --plan-size 4K "$d/bad"
-	expect_status 0 "$PBITMAP" plan "$d/bad" "$d/lib.so"
+	# lib.so first: its bitmap marks two ranges (the steps the cases edit).
+	expect_status 0 "$PBITMAP" plan "$d/bad" "$d/lib.so" "$d/data"
+	expect_status 0 "$PBITMAP" verify "$d/bad"
 	corrupt "$d/bad" "$what" || fail "cannot corrupt the plan"
 	expect_status 1 "$PBITMAP" verify "$d/bad"
 	case $what in
 	step-file) grep -q 'plan: a range names no file' "$ERR" || fail "$what: $(cat "$ERR")" ;;
 	name) grep -q 'plan: names not terminated' "$ERR" || fail "$what: $(cat "$ERR")" ;;
+	repeat | reversed)
+		grep -q "plan: a file's ranges are not in order or overlap (not canonical)" "$ERR" ||
+			fail "$what: $(cat "$ERR")" ;;
+	same-inode)
+		grep -q 'plan: two entries name one file (not canonical)' "$ERR" || fail "$what: $(cat "$ERR")" ;;
 	esac
 done
-pass "a plan naming no file, an unterminated name: verify exits 1 and says which"
+pass "a plan naming no file, an unterminated name, ranges repeated or reversed, two entries for one inode: verify exits 1 and says which"
 
 expect_status 2 "$PBITMAP" plan "$d/prog"
 expect_status 2 "$PBITMAP" plan --clear "$d/prog" "$d/lib.so"
