@@ -9,7 +9,8 @@ the launcher, in random order within each pair, everything cached (20
 uncounted starts of each first).  Each start is posix_spawn + waitpid, timed
 with perf_counter_ns.  --direct-via PROG starts the "direct" side through
 PROG too (a static exec trampoline), to separate the cost of a second exec,
-which any launcher pays, from the launcher's own work.
+which any launcher pays, from the launcher's own work.  Medians and
+quartiles are stats.median_iqr's, as in every table of the benchmark.
 
   warm-launcher.py [--pairs N] [--launcher PATH] [--direct-via PROG] -- CMD [ARG...]
 """
@@ -17,9 +18,13 @@ which any launcher pays, from the launcher's own work.
 import argparse
 import os
 import random
-import statistics
 import sys
 import time
+
+from scipy.stats import wilcoxon
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import stats  # noqa: E402
 
 
 def spawn(argv):
@@ -29,11 +34,6 @@ def spawn(argv):
     if status != 0:
         sys.exit(f"warm-launcher: {argv[0]}: exit status {status:#x}")
     return (time.perf_counter_ns() - start) / 1e3
-
-
-def quartiles(values):
-    q = statistics.quantiles(values, n=4)
-    return q[0], q[2]
 
 
 def main():
@@ -63,19 +63,15 @@ def main():
     label = {"direct": "direct" + (f" (via {args.direct_via})" if args.direct_via else ""),
              "launcher": os.path.basename(launcher) + " --"}
     print(f"{args.pairs} interleaved pairs of: {' '.join(args.cmd)}")
-    for name, values in times.items():
-        q1, q3 = quartiles(values)
-        print(f"  {label[name]:32s} median {statistics.median(values) / 1e3:7.2f} ms"
-              f"  IQR [{q1 / 1e3:.2f}, {q3 / 1e3:.2f}]")
-    q1, q3 = quartiles(diff)
-    ratio = statistics.median(times["launcher"]) / statistics.median(times["direct"])
-    print(f"  paired difference, launcher - direct: median {statistics.median(diff) / 1e3:+.2f} ms"
-          f"  IQR [{q1 / 1e3:+.2f}, {q3 / 1e3:+.2f}]; ratio of medians {ratio:.3f}")
-    try:
-        from scipy.stats import wilcoxon
-        print(f"  Wilcoxon signed-rank p (paired, normal approximation): {wilcoxon(diff).pvalue:.2g}")
-    except ImportError:
-        print("  (python3-scipy not installed: no p-value)")
+    summary = {name: stats.median_iqr(values) for name, values in times.items()}
+    for name, s in summary.items():
+        print(f"  {label[name]:32s} median {s.median / 1e3:7.2f} ms"
+              f"  IQR [{s.q1 / 1e3:.2f}, {s.q3 / 1e3:.2f}]")
+    d = stats.median_iqr(diff)
+    ratio = summary["launcher"].median / summary["direct"].median
+    print(f"  paired difference, launcher - direct: median {d.median / 1e3:+.2f} ms"
+          f"  IQR [{d.q1 / 1e3:+.2f}, {d.q3 / 1e3:+.2f}]; ratio of medians {ratio:.3f}")
+    print(f"  Wilcoxon signed-rank p (paired, normal approximation): {wilcoxon(diff).pvalue:.2g}")
 
 
 if __name__ == "__main__":
