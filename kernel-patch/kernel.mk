@@ -39,8 +39,15 @@ else
 KOUT       := $(BUILD)/kbuild
 endif
 KJOBS      ?= 2
-KCCACHE    := $(abspath $(BUILD)/ccache)
-KMAKE      = CCACHE_DIR=$(KCCACHE) $(MAKE) -C $(KSRC) O=$(abspath $(KOUT)) \
+# The compiler cache lives outside the clone (PBITMAP_CACHE_DIR), so that
+# a later clone on the same machine finds it; a fresh machine still builds
+# everything.  Paths under the clone are hashed relative to it
+# (CCACHE_BASEDIR, CCACHE_NOHASHDIR), so that a clone elsewhere hits too.
+PBITMAP_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pbitmap
+KCCACHE    := $(PBITMAP_CACHE_DIR)/ccache
+KCCACHE_ENV = CCACHE_DIR=$(KCCACHE) CCACHE_BASEDIR=$(CURDIR) CCACHE_NOHASHDIR=1 \
+	      CCACHE_MAXSIZE=8G
+KMAKE      = $(KCCACHE_ENV) $(MAKE) -C $(KSRC) O=$(abspath $(KOUT)) \
 	     CC="ccache gcc" HOSTCC="ccache gcc"
 BZIMAGE    := $(KOUT)/arch/x86/boot/bzImage
 GUEST_IMG  := $(BUILD)/guest.img
@@ -75,7 +82,7 @@ kernel-patch-check: kernel-tree
 KDISTRO := $(BUILD)/kbuild-distro
 kernel-distro-check: kernel-tree
 	@mkdir -p $(KCCACHE)
-	CCACHE_DIR=$(KCCACHE) DISTRO_CC="ccache gcc" DISTRO_HOSTCC="ccache gcc" KJOBS=$(KJOBS) \
+	$(KCCACHE_ENV) DISTRO_CC="ccache gcc" DISTRO_HOSTCC="ccache gcc" KJOBS=$(KJOBS) \
 		$(KP_DIR)/scripts/distro-check $(KSRC) $(KDISTRO)
 
 # Every patch compiles on its own: kernel-patch/scripts/series-check.
@@ -83,7 +90,7 @@ KSERIES_SRC := $(BUILD)/linux-series
 KSERIES_OUT := $(BUILD)/kbuild-series
 kernel-series-check: kernel-base-check
 	@mkdir -p $(KCCACHE)
-	CCACHE_DIR=$(KCCACHE) SERIES_CC="ccache gcc" SERIES_HOSTCC="ccache gcc" KJOBS=$(KJOBS) \
+	$(KCCACHE_ENV) SERIES_CC="ccache gcc" SERIES_HOSTCC="ccache gcc" KJOBS=$(KJOBS) \
 		$(KP_DIR)/scripts/series-check $(KSERIES_SRC) $(KSERIES_OUT)
 
 # tinyconfig + the fragment(s), then olddefconfig, then prove nothing was lost.
@@ -149,7 +156,7 @@ vm-check: kernel image rpm deb
 # then take the interrupt lines the firmware (SeaBIOS) assigned instead.
 VM_DEBUG_TESTS := t-kunit t-crafted t-learn t-learn-rules t-learn-crash t-cache-share t-cache-attacker t-record-4m \
 		  t-crafted-mmap t-learn-vma-lock \
-		  t-memcg-prefetch t-learn-storm t-plan t-crafted-plan
+		  t-memcg-prefetch t-learn-storm t-plan t-crafted-plan t-plan-cost
 VM_DEBUG_DIR := $(BUILD)/vm-debug-tests
 vm-debug-check:
 	$(MAKE) KASAN=1 vm-debug-run

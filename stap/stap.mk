@@ -104,13 +104,17 @@ stap-run:
 # comparison runs where it can be exact; the kernel tests run with 2.
 STAP_VM_SMP ?= 1
 
-# Tests and modules travel together into the guest.
+# Tests and modules travel together into the guest.  The guest has its own
+# job directory, and so its own lock: under make check it runs beside the
+# kernel tests' guests (make vm-check holds build/vm.lock).
+STAP_VM := $(STAP_BUILD)/vm
 stap-check: stap image
 	@rm -rf $(STAP_JOB)/tests && mkdir -p $(STAP_JOB)/tests
 	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh $(KP_DIR)/tests/learn-pages.c \
 		$(STAP_MODS) $(STAP_JOB)/tests/
 	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
-	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --tests $(STAP_JOB)/tests
+	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) VM_JOBDIR=$(STAP_VM)/job VM_RESULTS=$(STAP_VM)/results \
+		VM_CONSOLE=$(STAP_VM)/console.log $(VM) --tests $(STAP_JOB)/tests
 
 # make demo's part: the off/on table and the fault maps drawn side by side.
 STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png

@@ -41,6 +41,7 @@ bench-report:
 	/usr/bin/python3 kernel-patch/bench/report.py $(BENCH_OUT)/results.csv \
 		-o $(BENCH_OUT)/BENCH-table.md --plots $(BENCH_OUT)/plots
 
-check-bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
-	@$(MAKE) --no-print-directory stap
+# stap as a prerequisite, not a make of its own: under make check's -j a
+# second make would build the same modules at the same time.
+check-bench: kernel stap image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
 	$(BENCH_ENV) WAITS_KO=$(abspath $(call stap_mod,waits)) tests/run-tests tests/bench

@@ -18,6 +18,7 @@ for; the program's bytes and its marker stay as they are.  A plan the kernel ref
 leaves the record's bitmap in use, and a file it skips is read at its own mmap: every
 variant must run and print what the original prints.
 """
+import fcntl
 import os
 import struct
 import sys
@@ -28,6 +29,7 @@ PLAN = struct.Struct("<IIHHII12s")
 FILE = struct.Struct("<QQIIII")
 STEP = struct.Struct("<IIHH")
 MAGIC = 0x4C504250
+FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long)
 
 
 class Plan:
@@ -124,11 +126,20 @@ def raw_edit(fn):
     return edit
 
 
-def tmpfs_identity(path):
+def identity(path):
+    """A file's plan entry, as the tool writes it (generation: FS_IOC_GETVERSION)."""
     st = os.stat(path)
     dev = ((os.major(st.st_dev) << 8) | (os.minor(st.st_dev) & 0xFF) |
            ((os.minor(st.st_dev) & ~0xFF) << 12))
-    return dict(path=path, ino=st.st_ino, size=st.st_size, dev=dev, gen=0)
+    gen = 0
+    try:
+        with open(path, "rb") as f:
+            buf = bytearray(8)
+            fcntl.ioctl(f.fileno(), FS_IOC_GETVERSION, buf)
+            gen = struct.unpack_from("<I", buf)[0]
+    except OSError:
+        pass
+    return dict(path=path, ino=st.st_ino, size=st.st_size, dev=dev, gen=gen)
 
 
 def cases(fifo, directory, denied, tmpfs):
@@ -183,30 +194,49 @@ def cases(fifo, directory, denied, tmpfs):
          "reject_steps"),
         ("step-wraps", with_steps(lambda p: p.steps + [(0, 0xFFFFFFFF, 0xFFFFFFFF)]), "reject_steps"),
         ("step-reserved", poke("<H", lambda p: steps_at(p) + 10, 1), "reject_steps"),
-        # Well-formed, but the path leads elsewhere: skipped before anything is opened.
-        ("ino", with_file(0, ino=lambda f: f["ino"] + 1), "skip_changed"),
-        ("dev", with_file(0, dev=lambda f: f["dev"] ^ 1), "skip_changed"),
-        ("generation", with_file(0, gen=lambda f: f["gen"] ^ 1), "skip_changed"),
-        ("size", with_file(0, size=lambda f: f["size"] + 4096), "skip_changed"),
-        ("missing", with_file(0, path=lambda f: f["path"] + ".gone"), "skip_changed"),
-        ("fifo", with_file(0, path=fifo), "skip_changed"),
-        ("directory", with_file(0, path=directory), "skip_changed"),
-        ("dev-zero", with_file(0, path="/dev/zero"), "skip_changed"),
-        ("proc-self-exe", with_file(0, path="/proc/self/exe"), "skip_changed"),
-        ("not-a-dir", with_file(0, path=lambda f: f["path"] + "/x"), "skip_changed"),
+        # Not canonical: each would make an exec walk pages more than once.
+        ("reversed", with_steps(lambda p: list(reversed(p.steps))), "reject_canonical"),
+        ("repeated", with_steps(lambda p: p.steps + [p.steps[0]]), "reject_canonical"),
+        ("overlapping", with_steps(lambda p: [(0, 0, 2), (0, 1, 2)] + p.steps[1:]),
+         "reject_canonical"),
+        ("alternating", with_steps(lambda p: [(0, 0, 1), (1, 0, 1), (0, 1, 1)]),
+         "reject_canonical"),
+        ("same-file-twice", lambda p, raw: p.pack(files=p.files + [p.files[0]],
+                                                  steps=p.steps + [(len(p.files), 0, 1)]),
+         "reject_canonical"),
+        # The same inode under another spelling of its path.
+        ("same-inode-two-paths", lambda p, raw: p.pack(
+            files=p.files + [dict(p.files[0], path=os.path.dirname(p.files[0]["path"]) + "/./" +
+                                  os.path.basename(p.files[0]["path"]))],
+            steps=p.steps), "reject_canonical"),
+        # Well-formed, but the path leads elsewhere, or to a file the task may
+        # not read: one reason, counted before anything is opened.
+        ("ino", with_file(0, ino=lambda f: f["ino"] + 1), "skip_mismatch"),
+        ("dev", with_file(0, dev=lambda f: f["dev"] ^ 1), "skip_mismatch"),
+        ("generation", with_file(0, gen=lambda f: f["gen"] ^ 1), "skip_mismatch"),
+        ("size", with_file(0, size=lambda f: f["size"] + 4096), "skip_mismatch"),
+        ("missing", with_file(0, path=lambda f: f["path"] + ".gone"), "skip_mismatch"),
+        ("fifo", with_file(0, path=fifo), "skip_mismatch"),
+        ("directory", with_file(0, path=directory), "skip_mismatch"),
+        ("dev-zero", with_file(0, path="/dev/zero"), "skip_mismatch"),
+        ("proc-self-exe", with_file(0, path="/proc/self/exe"), "skip_mismatch"),
+        ("not-a-dir", with_file(0, path=lambda f: f["path"] + "/x"), "skip_mismatch"),
         # A regular file with its own identity, on a filesystem plans do not read.
-        ("tmpfs", with_file(0, **tmpfs_identity(tmpfs)), "skip_fs"),
-        # The task may not reach it.
-        ("denied", with_file(0, path=denied), "skip_denied"),
+        ("tmpfs", with_file(0, **identity(tmpfs)), "skip_fs"),
+        # The task may not reach it: with another file's identity, with its
+        # own, and with its own but a wrong generation (the one field stat()
+        # does not show) all count the same, so none tells the generation.
+        ("denied", with_file(0, path=denied), "skip_mismatch"),
+        ("denied-own-identity", with_file(0, **identity(denied)), "skip_mismatch"),
+        ("denied-wrong-generation", with_file(0, **dict(identity(denied),
+                                                        gen=identity(denied)["gen"] ^ 1)),
+         "skip_mismatch"),
         # Well-formed and reachable.
         ("dot-dot", with_file(0, path=lambda f: os.path.dirname(f["path"]) + "/../" +
                               os.path.basename(os.path.dirname(f["path"])) + "/" +
                               os.path.basename(f["path"])), "ok"),
-        ("reversed", with_steps(lambda p: list(reversed(p.steps))), "ok"),
         ("whole-files", with_steps(lambda p: [(i, 0, (f["size"] + 4095) // 4096)
                                               for i, f in enumerate(p.files)]), "ok"),
-        ("same-file-twice", lambda p, raw: p.pack(files=p.files + [p.files[0]],
-                                                  steps=p.steps + [(len(p.files), 0, 1)]), "ok"),
         ("no-steps", with_steps(lambda p: []), "ok"),
     ]
 

@@ -44,11 +44,11 @@
 #     file at or below the window, mapped or read (a file without a record is listed only
 #     from a learner that owns the executable);
 #   - a library replaced after the plan was written (a new inode, its
-#     record copied along): skipped and counted (pbitmap_plan_skip_changed
+#     record copied along): skipped and counted (pbitmap_plan_skip_mismatch
 #     1), the program runs, and with a file skipped nothing is covered:
 #     every record is read at its mmap (3);
 #   - a plan naming a file in a directory the exec'ing user (nobody) cannot
-#     search: pbitmap_plan_skip_denied 1, and no more of that file cached
+#     search: pbitmap_plan_skip_mismatch 1, and no more of that file cached
 #     after the start than after the same start without a plan (fincore);
 #     the program runs;
 #   - a set-uid copy exec'd by nobody: no plan read (pbitmap_plan_skip_secure
@@ -60,7 +60,7 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 cold_begin t-plan
 cold_need_ground_truth
 cold_need_counters pbitmap_plan_exec pbitmap_plan_files pbitmap_plan_covered \
-	pbitmap_plan_skip_changed pbitmap_plan_skip_denied pbitmap_plan_skip_secure \
+	pbitmap_plan_skip_mismatch pbitmap_plan_skip_secure \
 	pbitmap_plan_reject_header pbitmap_cache_miss pbitmap_unstamped
 cold_missing
 chmod 755 "$W"
@@ -202,9 +202,9 @@ for i in $(seq 1 "$RUNS"); do
 		problems+=" run $i: $(reads plan) records read with a plan, want 1 (the executable's);"
 	[ "$(d plan pbitmap_plan_covered)" -ge 2 ] ||
 		problems+=" run $i: plan_covered $(d plan pbitmap_plan_covered), want at least 2;"
-	for k in pbitmap_plan_skip_changed pbitmap_plan_skip_denied pbitmap_plan_skip_secure \
+	for k in pbitmap_plan_skip_mismatch pbitmap_plan_skip_secure \
 		 pbitmap_rejected pbitmap_plan_reject_header pbitmap_plan_reject_files \
-		 pbitmap_plan_reject_names pbitmap_plan_reject_steps; do
+		 pbitmap_plan_reject_names pbitmap_plan_reject_steps pbitmap_plan_reject_canonical; do
 		[ "$(d plan $k)" = 0 ] || problems+=" run $i: $k $(d plan $k);"
 	done
 	[ "$(reads records)" = 3 ] ||
@@ -303,10 +303,10 @@ echo "ok: the kernel learned the plan (libbig.so, mod.so; $((nr_learned - 2)) sm
 cp libtiny.so libtiny.new && mv libtiny.new libtiny.so
 one tiny-replaced ./prog-learn
 cmp -s tiny-replaced.out want.out || fail "after libtiny.so was replaced: $(cat tiny-replaced.out)"
-[ "$(d tiny-replaced pbitmap_plan_skip_changed)" = 1 ] &&
+[ "$(d tiny-replaced pbitmap_plan_skip_mismatch)" = 1 ] &&
 	[ "$(d tiny-replaced pbitmap_plan_files)" = $((nr_learned - 1)) ] &&
 	[ "$(reads tiny-replaced)" = 1 ] ||
-	fail "replaced small library: plan_skip_changed $(d tiny-replaced pbitmap_plan_skip_changed) (want 1), files $(d tiny-replaced pbitmap_plan_files) (want $((nr_learned - 1))), records read $(reads tiny-replaced) (want 1: libbig.so and mod.so still covered)"
+	fail "replaced small library: plan_skip_mismatch $(d tiny-replaced pbitmap_plan_skip_mismatch) (want 1), files $(d tiny-replaced pbitmap_plan_files) (want $((nr_learned - 1))), records read $(reads tiny-replaced) (want 1: libbig.so and mod.so still covered)"
 echo "ok: a replaced small library is skipped and counted; the plan still covers the others"
 
 # Learned from a learner that does not own the executable: no small files.
@@ -327,8 +327,8 @@ cold_cond on
 cp --preserve=xattr libbig.so libbig.new && mv libbig.new libbig.so
 one replaced ./prog
 cmp -s replaced.out want.out || fail "after libbig.so was replaced: $(cat replaced.out)"
-[ "$(d replaced pbitmap_plan_skip_changed)" = 1 ] ||
-	fail "replaced library: plan_skip_changed $(d replaced pbitmap_plan_skip_changed), want 1"
+[ "$(d replaced pbitmap_plan_skip_mismatch)" = 1 ] ||
+	fail "replaced library: plan_skip_mismatch $(d replaced pbitmap_plan_skip_mismatch), want 1"
 [ "$(d replaced pbitmap_plan_files)" = 1 ] ||
 	fail "replaced library: plan_files $(d replaced pbitmap_plan_files), want 1 (mod.so)"
 [ "$(reads replaced)" = 3 ] ||
@@ -357,8 +357,8 @@ pbitmap plan --clear prog || fail "pbitmap plan --clear prog"
 without=$(cached_after_nobody noplan)
 pbitmap plan prog libbig.so hidden/reach.so || fail "pbitmap plan with reach.so"
 with=$(cached_after_nobody reach)
-[ "$(delta pbitmap_plan_skip_denied reach.0 reach.1)" = 1 ] ||
-	fail "unreachable file: plan_skip_denied $(delta pbitmap_plan_skip_denied reach.0 reach.1), want 1"
+[ "$(delta pbitmap_plan_skip_mismatch reach.0 reach.1)" = 1 ] ||
+	fail "unreachable file: plan_skip_mismatch $(delta pbitmap_plan_skip_mismatch reach.0 reach.1), want 1"
 [ "$(delta pbitmap_plan_files reach.0 reach.1)" = 1 ] ||
 	fail "unreachable file: plan_files $(delta pbitmap_plan_files reach.0 reach.1), want 1 (libbig.so)"
 [ "$with" = "$without" ] ||

@@ -42,25 +42,27 @@ static int cmp_identity(const void *a, const void *b)
 
 /*
  * The canonical form the kernel enforces (docs/FORMAT.md, "Start-up
- * plan"): each file's ranges in increasing order and disjoint, and one
- * entry per file (device and inode).  An entry is used only when its path
- * leads to the inode it names, so two entries that name different inodes
- * can never be one file, however their paths are spelled.  What a plan
- * of this form makes the kernel examine is bounded by the pages it names.
+ * plan"): the steps sorted by file entry, then by start, a file's ranges
+ * disjoint, and one entry per file (device and inode).  An entry is used
+ * only when its path leads to the inode it names, so two entries that
+ * name different inodes can never be one file, however their paths are
+ * spelled.  What a plan of this form makes the kernel examine is bounded
+ * by the pages it names.
  */
 static const char *plan_canonical(const struct pbitmap_plan_file *files, uint32_t nr_files,
 				  const struct pbitmap_plan_step *steps, uint32_t nr_steps)
 {
-	uint64_t end[PBITMAP_PLAN_MAX_FILES] = { 0 };
-	uint64_t ids[PBITMAP_PLAN_MAX_FILES][2];
+	uint64_t ids[PBITMAP_PLAN_MAX_FILES][2], prev_end = 0;
+	uint32_t prev_file = 0;
 
 	for (uint32_t i = 0; i < nr_steps; i++) {
 		uint32_t file = le16toh(steps[i].file);
 		uint64_t start = le32toh(steps[i].start);
 
-		if (start < end[file])
-			return "plan: a file's ranges are not in order or overlap (not canonical)";
-		end[file] = start + le32toh(steps[i].nr);
+		if (i && (file < prev_file || (file == prev_file && start < prev_end)))
+			return "plan: ranges not sorted by file and start, or overlapping (not canonical)";
+		prev_file = file;
+		prev_end = start + le32toh(steps[i].nr);
 	}
 	for (uint32_t i = 0; i < nr_files; i++) {
 		ids[i][0] = le32toh(files[i].dev);

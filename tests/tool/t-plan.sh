@@ -183,7 +183,7 @@ for what in step-file name repeat reversed same-inode; do
 	step-file) grep -q 'plan: a range names no file' "$ERR" || fail "$what: $(cat "$ERR")" ;;
 	name) grep -q 'plan: names not terminated' "$ERR" || fail "$what: $(cat "$ERR")" ;;
 	repeat | reversed)
-		grep -q "plan: a file's ranges are not in order or overlap (not canonical)" "$ERR" ||
+		grep -q "plan: ranges not sorted by file and start, or overlapping (not canonical)" "$ERR" ||
 			fail "$what: $(cat "$ERR")" ;;
 	same-inode)
 		grep -q 'plan: two entries name one file (not canonical)' "$ERR" || fail "$what: $(cat "$ERR")" ;;
