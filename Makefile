@@ -181,15 +181,11 @@ deps:
 # runs and reports, whichever fails; -Otarget: each one's output in one
 # piece, when it ends.
 CHECK_JOBS ?= 4
-# What runs beside the critical path (the kernel build, then the kernel
-# tests' guests) yields the CPU to it: the tool's, package and benchmark
-# tests, the systemtap guest, the distribution-config build.
-SIDE := nice -n 15
 check: deps
 	$(MAKE) -j$(CHECK_JOBS) -k -Otarget PBITMAP_WERROR=1 $(CHECKS)
 
 check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-audit.so $(FUZZ_TARGETS)
-	$(SIDE) tests/run-tests tests/tool
+	tests/run-tests tests/tool
 
 # User-space prefetch on the host, then the patched kernel in the VM as
 # systemtap sees it (table and fault-map PNG, build/stap/fault-map-gcc.png).

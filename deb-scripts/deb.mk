@@ -43,4 +43,4 @@ $(DEB_FILE): $(DEB_INPUTS)
 	dpkg-deb --root-owner-group -Zxz --build $(DEB_STAGE) $@
 
 deb-check: $(DEB_FILE) $(BUILD)/pbitmap $(BUILD)/asan/pbitmap
-	$(SIDE) tests/run-tests tests/deb
+	tests/run-tests tests/deb

@@ -33,4 +33,4 @@ $(RPM_TOP)/built: $(RPM_INPUTS)
 	touch $@
 
 rpm-check: $(RPM_TOP)/built $(BUILD)/pbitmap $(BUILD)/asan/pbitmap
-	$(SIDE) tests/run-tests tests/rpm
+	tests/run-tests tests/rpm

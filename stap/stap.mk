@@ -70,7 +70,7 @@ $(STAP_RUNTIME)/.patched: $(STAP_RT_FIXES) $(wildcard $(STAP_SYSRT)/stp_task_wor
 
 define stap_rule
 $(call stap_mod,$(1)): $(STAP_DIR)/$(1).stp $(STAP_RUNTIME)/.patched $(BZIMAGE)
-	cd $(STAP_BUILD) && $$(SIDE) env $$(STAP_CMD) -p4 -m $$(basename $$(notdir $$@)) $$(abspath $$<) >/dev/null
+	cd $(STAP_BUILD) && $$(STAP_CMD) -p4 -m $$(basename $$(notdir $$@)) $$(abspath $$<) >/dev/null
 endef
 $(foreach s,$(STAP_SCRIPTS),$(eval $(call stap_rule,$(s))))
 
@@ -114,7 +114,7 @@ stap-check: stap image
 		$(STAP_MODS) $(STAP_JOB)/tests/
 	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
 	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) VM_JOBDIR=$(STAP_VM)/job VM_RESULTS=$(STAP_VM)/results \
-		VM_CONSOLE=$(STAP_VM)/console.log $(SIDE) $(VM) --tests $(STAP_JOB)/tests
+		VM_CONSOLE=$(STAP_VM)/console.log $(VM) --tests $(STAP_JOB)/tests
 
 # make demo's part: the off/on table and the fault maps drawn side by side.
 STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png

@@ -44,4 +44,4 @@ bench-report:
 # stap as a prerequisite, not a make of its own: under make check's -j a
 # second make would build the same modules at the same time.
 check-bench: kernel stap image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
-	$(BENCH_ENV) WAITS_KO=$(abspath $(call stap_mod,waits)) $(SIDE) tests/run-tests tests/bench
+	$(BENCH_ENV) WAITS_KO=$(abspath $(call stap_mod,waits)) tests/run-tests tests/bench
