@@ -175,9 +175,10 @@ deps:
 
 # The checks run side by side (CHECK_JOBS at once): the tool's tests, the
 # package tests and the guest image beside the kernel build, the systemtap
-# and benchmark guests beside the kernel tests' two guests, which leave
-# about a third of a 2-core host idle waiting on their throttled disks.
-# Each guest run has its own job directory and lock.  -k: every check
+# and benchmark guests beside the kernel tests' two guests.  The critical
+# path is the kernel build, then those two guests (together CPU-bound);
+# the rest fits beside them.  Each guest run has its own job directory and
+# lock.  -k: every check
 # runs and reports, whichever fails; -Otarget: each one's output in one
 # piece, when it ends.
 CHECK_JOBS ?= 4

@@ -142,4 +142,4 @@ for c in repeated overlapping reversed alternating entries; do
 	[ "$r" = 3 ] && [ "$e" = 0 ] || fail "$c: want each of 3 plans refused as not canonical"
 	((t <= 2 * sound)) || fail "$c: an exec took ${t} us, more than twice the sound plan's ${sound} us"
 done
-echo "PASS: 5 crafted plans over a cached 64 MiB file refused; none made an exec cost more than twice the sound plan's"
+echo "PASS: 5 crafted plans over two cached 64 MiB files refused; none made an exec cost more than twice the sound plan's"
