@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Make variants of a stamped program's start-up plan, for the kernel's plan checks.
 
-  craft-plan.py PROGRAM OUTDIR FIFO DIR DENIED TMPFS_FILE
+  craft-plan.py PROGRAM OUTDIR FIFO DIR DENIED TMPFS_FILE DEVNODE LINK
                               writes OUTDIR/NAME for every case below and prints
                               "NAME EXPECT" lines, EXPECT being what the kernel should
                               count: reject_<reason> (the plan refused at parse,
@@ -11,8 +11,10 @@
 
 PROGRAM must carry a plan area holding a plan of at least two files (pbitmap add
 --plan-size, pbitmap plan).  FIFO is a named pipe, DIR a directory, DENIED a file
-the user who runs the variants cannot reach, and TMPFS_FILE a regular file on tmpfs,
-a filesystem plans do not read from (its identity is put in the plan).  Only the plan area of the record changes, in both slots,
+the user who runs the variants cannot reach, TMPFS_FILE a regular file on tmpfs,
+a filesystem plans do not read from (its identity is put in the plan), DEVNODE a
+device node and LINK a symbolic link to the plan's first file, both on the
+program's filesystem.  Only the plan area of the record changes, in both slots,
 with the record's CRC recomputed, so that each case reaches the plan check it is meant
 for; the program's bytes and its marker stay as they are.  A plan the kernel refuses
 leaves the record's bitmap in use, and a file it skips is read at its own mmap: every
@@ -142,7 +144,7 @@ def identity(path):
     return dict(path=path, ino=st.st_ino, size=st.st_size, dev=dev, gen=gen)
 
 
-def cases(fifo, directory, denied, tmpfs):
+def cases(fifo, directory, denied, tmpfs, devnode, link):
     used = lambda p: len(p.pack())  # noqa: E731
     return [
         ("sound", None, "ok"),
@@ -218,11 +220,16 @@ def cases(fifo, directory, denied, tmpfs):
         ("missing", with_file(0, path=lambda f: f["path"] + ".gone"), "skip_mismatch"),
         ("fifo", with_file(0, path=fifo), "skip_mismatch"),
         ("directory", with_file(0, path=directory), "skip_mismatch"),
-        ("dev-zero", with_file(0, path="/dev/zero"), "skip_mismatch"),
-        ("proc-self-exe", with_file(0, path="/proc/self/exe"), "skip_mismatch"),
+        ("devnode", with_file(0, path=devnode), "skip_mismatch"),
+        # A plan holds d_path() names: the walk follows no symbolic link.
+        ("symlink", with_file(0, path=link), "skip_mismatch"),
         ("not-a-dir", with_file(0, path=lambda f: f["path"] + "/x"), "skip_mismatch"),
         # A regular file with its own identity, on a filesystem plans do not read.
         ("tmpfs", with_file(0, **identity(tmpfs)), "skip_fs"),
+        # Paths through devtmpfs and procfs: the walk stops at their mounts
+        # and looks nothing up in them.
+        ("dev-zero", with_file(0, path="/dev/zero"), "skip_fs"),
+        ("proc-self-exe", with_file(0, path="/proc/self/exe"), "skip_fs"),
         # The task may not reach it: with another file's identity, with its
         # own, and with its own but a wrong generation (the one field stat()
         # does not show) all count the same, so none tells the generation.
@@ -231,10 +238,11 @@ def cases(fifo, directory, denied, tmpfs):
         ("denied-wrong-generation", with_file(0, **dict(identity(denied),
                                                         gen=identity(denied)["gen"] ^ 1)),
          "skip_mismatch"),
-        # Well-formed and reachable.
+        # The right file, spelled with "..": the walk never goes up.
         ("dot-dot", with_file(0, path=lambda f: os.path.dirname(f["path"]) + "/../" +
                               os.path.basename(os.path.dirname(f["path"])) + "/" +
-                              os.path.basename(f["path"])), "ok"),
+                              os.path.basename(f["path"])), "skip_mismatch"),
+        # Well-formed and reachable.
         ("whole-files", with_steps(lambda p: [(i, 0, (f["size"] + 4095) // 4096)
                                               for i, f in enumerate(p.files)]), "ok"),
         ("no-steps", with_steps(lambda p: []), "ok"),
@@ -242,13 +250,13 @@ def cases(fifo, directory, denied, tmpfs):
 
 
 def main(argv):
-    if len(argv) != 7:
+    if len(argv) != 9:
         sys.exit(__doc__)
-    src, outdir, fifo, directory, denied, tmpfs = argv[1:]
+    src, outdir, fifo, directory, denied, tmpfs, devnode, link = argv[1:]
     original = open(src, "rb").read()
     marker = os.getxattr(src, "user.pbitmap")
     os.makedirs(outdir, exist_ok=True)
-    for name, edit, expect in cases(fifo, directory, denied, tmpfs):
+    for name, edit, expect in cases(fifo, directory, denied, tmpfs, devnode, link):
         img = Image(original)
         p = Plan(img)
         raw = p.pack()

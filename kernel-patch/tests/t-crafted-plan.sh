@@ -1,23 +1,25 @@
 #!/bin/bash
 # Guest test: malformed and misleading start-up plans never break an exec.
 # A program linked with two private stamped libraries gets a plan of both
-# (pbitmap plan); craft-plan.py makes 62 variants of its plan area (bad
+# (pbitmap plan); craft-plan.py makes 64 variants of its plan area (bad
 # head, file table, names and steps, each resealed so that it reaches the
 # plan check it is meant for; plans not in canonical form: ranges
 # reversed, repeated, overlapping or alternating between files, one file
-# named twice, also under another spelling of its path; paths that lead
-# to another inode, a FIFO, a directory, /dev/zero, /proc/self/exe, a
-# path nobody cannot search (with another file's identity, with its own,
-# and with its own but a wrong generation: the same counter for all three,
-# so that a plan is no oracle on a file nobody cannot read), a file on
-# tmpfs; and well-formed oddities).  Each variant is run by nobody with
-# vm.pbitmap_enabled=1 and must print what the original prints and move the
-# counters as the case says: a refused plan exactly one
-# pbitmap_plan_reject_<reason> and no plan run; a misleading path one plan
-# run and exactly one pbitmap_plan_skip_<reason>; a sound plan one run and
-# no skip.  The FIFO is never opened (the case would hang).  The runner
-# fails the run on any kernel warning in the console log (KASAN reports
-# included when the kernel has KASAN).
+# named twice, also under another spelling of its path; paths that lead to
+# another inode, a FIFO, a directory, a device node, through a symbolic
+# link or "..", to /dev/zero or /proc/self/exe (devtmpfs and procfs: the
+# walk stops at their mounts, counted as skip_fs), a path nobody cannot
+# search (with another file's identity, with its own, and with its own but
+# a wrong generation: the same counter for all three, so that a plan is no
+# oracle on a file nobody cannot read), a file on tmpfs; and well-formed
+# oddities).  Each variant is run by nobody with vm.pbitmap_enabled=1 and
+# must print what the original prints and move the counters as the case
+# says: a refused plan exactly one pbitmap_plan_reject_<reason> and no
+# plan run; a misleading path one plan run and exactly one
+# pbitmap_plan_skip_<reason>; a sound plan one run and no skip.  The FIFO
+# is never opened (the case would hang).  The runner fails the run on any
+# kernel warning in the console log (KASAN reports included when the
+# kernel has KASAN).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/t-crafted-plan
@@ -40,6 +42,8 @@ pbitmap set --pages 0-3 liba.so libb.so
 pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
 pbitmap plan prog "$W/liba.so" "$W/libb.so" || fail "pbitmap plan"
 mkfifo f
+mknod zero c 1 5
+ln -s liba.so link.so
 mkdir d
 mkdir -m 700 hidden
 cp liba.so hidden/x.so
@@ -47,7 +51,8 @@ mkdir tmpfs
 mount -t tmpfs -o size=4m,mode=755 t-crafted-plan tmpfs || fail "cannot mount a tmpfs"
 trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; umount "$W/tmpfs"' EXIT
 cp liba.so tmpfs/x.so
-python3 "$HERE/craft-plan.py" prog out "$W/f" "$W/d" "$W/hidden/x.so" "$W/tmpfs/x.so" >list ||
+python3 "$HERE/craft-plan.py" prog out "$W/f" "$W/d" "$W/hidden/x.so" "$W/tmpfs/x.so" \
+	"$W/zero" "$W/link.so" >list ||
 	fail "craft-plan.py failed"
 chmod 755 out
 

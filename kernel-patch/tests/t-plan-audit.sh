@@ -5,7 +5,8 @@
 # With any audit rule loaded, kern_path() adds each name it looks up to
 # the syscall's audit context: a plan of 1,024 files would add about
 # 1,024 PATH records to the execve event and pin a names_cache buffer for
-# each until execve returns.  The plan opens with kern_path_noaudit().
+# each until execve returns.  The plan's walk (pbitmap_plan_lookup())
+# uses lookup_one_positive_unlocked(), which audits nothing.
 #
 # A program whose plan (made by `pbitmap plan`) names 1,024 files of 4 KiB
 # runs once under the rule `-a always,exit -F arch=b64 -S execve`
