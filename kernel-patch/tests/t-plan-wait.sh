@@ -43,7 +43,7 @@ cold_missing
 
 mkdir fuse
 python3 "$HERE/fuse-count.py" "$W/fuse" "$W/fuse.log" 2>fuse.err &
-for _ in $(seq 50); do
+for _ in $(seq 100); do
 	grep -qx ready fuse.log 2>/dev/null && break
 	sleep 0.1
 done
