@@ -30,7 +30,9 @@
 #              learning off.
 #   pinned:    a loop-mounted ext4; a learner maps a stamped copy there,
 #              touches it, unmaps and closes it and stays in its window
-#              with its cwd elsewhere: umount succeeds at once; a stamped
+#              with its cwd elsewhere: umount succeeds at once, and right
+#              after it the loop device is unbound and opens O_EXCL (the
+#              set held the mount: pbitmap_umount() dropped it); a stamped
 #              file deleted meanwhile gives its blocks back at once; no
 #              "Busy inodes" message.
 set -euo pipefail
@@ -305,8 +307,15 @@ cp learn-pages mnt/lp-pin && pbitmap add -q mnt/lp-pin && sync
 s0=$(vmstat_counter pbitmap_learn_sets)
 learner mnt/lp-pin
 [ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "pinned: the learner made no learned set"
+loopdev=$(findmnt -no SOURCE mnt)
 umount mnt || fail "pinned: umount failed while a learned set was pending"
-echo "pinned: umount succeeded with the learner alive in its window"
+# Right after umount: nothing holds the superblock, so the loop device
+# (mount -o loop: autoclear) is unbound and opens O_EXCL.
+bound=$(losetup -j loop.img)
+[ -z "$bound" ] || fail "pinned: right after umount, $loopdev is still bound: $bound"
+python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_EXCL))' "$loopdev" ||
+	fail "pinned: right after umount, $loopdev does not open O_EXCL"
+echo "pinned: umount succeeded with the learner alive in its window; right after it $loopdev was unbound and opened O_EXCL"
 kill "$LEARNER" 2>/dev/null || true
 wait "$LEARNER" 2>/dev/null || true
 sleep 1
