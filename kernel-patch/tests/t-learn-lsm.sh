@@ -26,7 +26,10 @@
 #             DENIED for it with the learner's comm; the second is
 #             written.  A write judged in the worker through a private
 #             mount gave AppArmor a disconnected path: the second was
-#             refused too, and the denial named the worker.
+#             refused too, and the denial named the worker.  Beside a set
+#             an unconfined learner made (another name of the file), the
+#             confined learner is judged and audited once, not at each of
+#             its 64 faults.
 #   readonly: a learner maps a stamped data file through a bind mount and
 #             waits; the bind mount is remounted read-only; the learner
 #             exits: the file is not written (pbitmap_learn_dropped).  A
@@ -65,15 +68,23 @@ LOADER=/run/pbitmap-tomoyo-init TRIGGER=/run/pbitmap-tomoyo-activate
 runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
 delta() { echo $(($(vmstat_counter "$1") - $2)); }
 cat >touch-self.c <<'C'
-/* Touch 64 pages of a file-backed array: faults learning records. */
+/*
+ * Touch 64 pages of a file-backed array: faults learning records; with an
+ * argument, then sleep that many seconds.
+ */
+#include <stdlib.h>
+#include <unistd.h>
+
 static const volatile unsigned char blob[64 * 4096] = { 1 };
 
-int main(void)
+int main(int argc, char **argv)
 {
 	unsigned int i, sum = 0;
 
 	for (i = 0; i < sizeof(blob); i += 4096)
 		sum += blob[i];
+	if (argc > 1)
+		sleep(atoi(argv[1]));
 	return sum != 1;
 }
 C
@@ -159,6 +170,27 @@ grep -q 'comm="lp-aa-deny"' <<<"$deny" || fail "apparmor: the denial does not na
 [ "$(runs_of lp-aa-allow)" = 1 ] ||
 	fail "apparmor: a learner its profile allows to write itself was not written: $(grep -F lp-aa-allow aa.log | head -2)"
 echo "apparmor: denied learner's file byte-identical, allowed learner's file written (runs 1); AppArmor logged: ${deny#*apparmor=}"
+# A refusal is remembered: an unconfined learner (another name of the same
+# file, which the profile does not attach to) makes the set and stays in
+# its window; the confined learner's 64 faults are then not judged (nor
+# audited) one by one: one DENIED, at its first mapping.
+ln lp-aa-deny lp-aa-free
+./lp-aa-free 5 &
+holder=$!
+sleep 1
+dmesg -c >/dev/null
+d0=$(vmstat_counter pbitmap_learn_skip_denied)
+./lp-aa-deny &
+confined=$!
+wait "$confined" || fail "apparmor: the confined learner failed beside the holder"
+sleep 1
+# Every refusal is counted; the kernel log may suppress repeated records.
+n=$(delta pbitmap_learn_skip_denied "$d0")
+logged=$(dmesg | grep 'apparmor="DENIED"' | grep -F "name=\"$W/lp-aa-deny\"" | grep -c "pid=$confined " || true)
+wait "$holder" || fail "apparmor: the unconfined learner failed"
+learn_flush
+[ "$n" = 1 ] || fail "apparmor: the confined learner of a pending set was judged and refused $n times (want 1: at its first mapping)"
+echo "apparmor: beside a pending set, the confined learner's 64 faults were refused $n time(s) (skip_denied), $logged DENIED logged"
 
 # ---- readonly ----
 head -c 4M /dev/urandom >ro.dat && pbitmap add -q ro.dat || fail "readonly: cannot stamp the data file"
