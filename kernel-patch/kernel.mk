@@ -143,13 +143,23 @@ VM_TESTS := $(BUILD)/vm-tests
 # limit (three took 718-761 s where two took 797-805 s, and the systemtap
 # and benchmark guests then ended after them).
 VM_SHARDS ?= 2
+# The tests that need LSMs the other boots leave off (config.fragment): one
+# guest of their own, after the shards, booted with VM_LSM_APPEND.
+VM_LSM_TESTS  := t-learn-lsm
+VM_LSM_APPEND := lsm=landlock,tomoyo,apparmor
+VM_LSM_DIR    := $(BUILD)/vm-lsm-tests
 vm-check: kernel image rpm deb
-	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
+	@rm -rf $(VM_TESTS) $(VM_LSM_DIR) && mkdir -p $(VM_TESTS) $(VM_LSM_DIR)
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
+		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_LSM_TESTS)) $(VM_LSM_DIR)/
+	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS))
 	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
 	mkdir -p $(VM_TESTS)/modules
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_TESTS)/modules/
 	VM_SHARDS_DIR=$(BUILD) $(VM_ENV) $(KP_DIR)/scripts/vm-shards $(VM_SHARDS) $(VM_TESTS)
+	VM_APPEND="$(VM_LSM_APPEND) $${VM_APPEND:-}" VM_RESULTS=$(BUILD)/vm-lsm-results \
+		VM_CONSOLE=$(BUILD)/vm-lsm-console.log $(VM_ENV) $(VM) --tests $(VM_LSM_DIR)
 
 # The debug suite: the tests that need the debug kernel (kernel-patch/tests/
 # debug/), and those of make check whose code paths are worth KASAN,
@@ -173,7 +183,7 @@ vm-debug-run: kernel image
 		tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_DEBUG_DIR)/
 	cp $(KP_DIR)/tests/debug/t-*.sh $(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_DEBUG_TESTS)) $(VM_DEBUG_DIR)/
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_DEBUG_DIR)/modules/
-	VM_TIMEOUT=$${VM_TIMEOUT:-5400} VM_APPEND="acpi=noirq $${VM_APPEND:-}" \
+	VM_TIMEOUT=$${VM_TIMEOUT:-5400} VM_APPEND="acpi=noirq $(VM_LSM_APPEND) $${VM_APPEND:-}" \
 		VM_RESULTS=$(BUILD)/vm-debug-results \
 		VM_CONSOLE=$(BUILD)/vm-debug-console.log $(VM_ENV) $(VM) --tests $(VM_DEBUG_DIR)
 

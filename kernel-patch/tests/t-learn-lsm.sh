@@ -4,6 +4,10 @@
 # and path-based LSMs, and read-only is honoured at write time
 # (mm/pbitmap/learn.c, pbitmap_learn_judge(); writeback.c).
 #
+# It needs TOMOYO and AppArmor enabled, which the test bed's other boots
+# leave off: make check runs it in a guest of its own, booted with
+# lsm=landlock,tomoyo,apparmor (kernel-patch/kernel.mk, VM_LSM_APPEND).
+#
 # The learner is a static program (no loader, no library, no file opened
 # by it): its only mapping is its own executable, which it touches.  Every
 # file is a private copy stamped here; learning is the owner's runs
@@ -58,8 +62,16 @@ cold_need_sysctls pbitmap_enabled pbitmap_learn pbitmap_learn_interval_s \
 cold_need_counters pbitmap_learn_skip_denied pbitmap_learn_dropped
 cold_missing
 SEC=/sys/kernel/security
-[ -d $SEC/tomoyo ] || fail "no $SEC/tomoyo: the kernel has no TOMOYO (CONFIG_SECURITY_TOMOYO, lsm=)"
-[ -d $SEC/apparmor ] || fail "no $SEC/apparmor: the kernel has no AppArmor (CONFIG_SECURITY_APPARMOR, lsm=)"
+# make check runs this test in a boot of its own with lsm=landlock,tomoyo,apparmor
+# (VM_LSM_APPEND in kernel-patch/kernel.mk); the other boots leave them off.
+grep -qw tomoyo /sys/kernel/security/lsm ||
+	fail "TOMOYO is not enabled (lsm: $(cat /sys/kernel/security/lsm)): boot with $(
+	)lsm=landlock,tomoyo,apparmor and CONFIG_SECURITY_TOMOYO"
+grep -qw apparmor /sys/kernel/security/lsm ||
+	fail "AppArmor is not enabled (lsm: $(cat /sys/kernel/security/lsm)): boot with $(
+	)lsm=landlock,tomoyo,apparmor and CONFIG_SECURITY_APPARMOR"
+[ -d $SEC/tomoyo ] || fail "no $SEC/tomoyo although TOMOYO is enabled"
+[ -d $SEC/apparmor ] || fail "no $SEC/apparmor although AppArmor is enabled"
 command -v apparmor_parser >/dev/null || fail "no apparmor_parser in the guest (package apparmor)"
 # kernel-patch/config.fragment: CONFIG_SECURITY_TOMOYO_POLICY_LOADER and
 # CONFIG_SECURITY_TOMOYO_ACTIVATION_TRIGGER (scripts/check-config holds them).
