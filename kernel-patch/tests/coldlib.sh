@@ -44,6 +44,9 @@
 #   learn_reset             learning off, its intervals and window at their
 #                           defaults (the learning tests' EXIT traps)
 #   learn_flush             write back what the kernel learned, now
+#   runs_of FILE            the runs (generations written) of FILE's record
+#   vmstat_delta NAME N     how much the /proc/vmstat counter NAME grew since
+#                           it read N
 #   cold_begin NAME         work in a fresh /var/tmp/NAME ($W); fail MSG
 
 COLD_RESULTS=${COLD_RESULTS:-cold-results}
@@ -68,6 +71,9 @@ learn_reset() {
 learn_flush() {
 	echo 1 >/proc/sys/vm/pbitmap_learn_flush || fail "cannot write vm.pbitmap_learn_flush"
 }
+
+runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
+vmstat_delta() { echo $(($(vmstat_counter "$1") - $2)); }
 
 # cold_begin NAME: a fresh work directory /var/tmp/NAME, made current and
 # kept in W; pbitmap off again whenever the test ends (fail, or the EXIT trap).

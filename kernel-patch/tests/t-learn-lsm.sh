@@ -77,8 +77,6 @@ command -v apparmor_parser >/dev/null || fail "no apparmor_parser in the guest (
 # CONFIG_SECURITY_TOMOYO_ACTIVATION_TRIGGER (scripts/check-config holds them).
 LOADER=/run/pbitmap-tomoyo-init TRIGGER=/run/pbitmap-tomoyo-activate
 
-runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
-delta() { echo $(($(vmstat_counter "$1") - $2)); }
 cat >touch-self.c <<'C'
 /*
  * Touch 64 pages of a file-backed array: faults learning records; with an
@@ -142,14 +140,14 @@ learn_flush
 if [ "$(sha256sum <lp-tomoyo)" != "$sum0" ]; then
 	fail "tomoyo: a learner TOMOYO forbids to write had its faults written (runs=$(runs_of lp-tomoyo))"
 fi
-[ "$(delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "tomoyo: pbitmap_learn_skip_denied did not grow"
+[ "$(vmstat_delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "tomoyo: pbitmap_learn_skip_denied did not grow"
 grep -q "granted=no" tomoyo.log || fail "tomoyo: no refusal in TOMOYO's audit log: $(head -c 600 tomoyo.log)"
 # An entry: a header with the task, the domain, the request.
 refusal=$(grep -A2 -F "task={ pid=$learner " tomoyo.log | grep -A1 -xF "<kernel> $W/lp-tomoyo" |
 	grep -xF "file write $W/lp-tomoyo" | head -1 || true)
 [ -n "$refusal" ] ||
 	fail "tomoyo: no refusal of 'file write' by the learner (pid $learner) in its domain: $(head -c 600 tomoyo.log)"
-echo "tomoyo: the learner's file is byte-identical (skip_denied +$(delta pbitmap_learn_skip_denied "$d0"));" \
+echo "tomoyo: the learner's file is byte-identical (skip_denied +$(vmstat_delta pbitmap_learn_skip_denied "$d0"));" \
 	"TOMOYO refused '$refusal' to pid $learner in domain <kernel> $W/lp-tomoyo"
 
 # ---- apparmor ----
@@ -178,7 +176,7 @@ deny=$(grep 'apparmor="DENIED"' aa.log | grep -F "name=\"$W/lp-aa-deny\"" | head
 	fail "apparmor: a learner its profile forbids to write had its faults written"
 [ -n "$deny" ] || fail "apparmor: no DENIED for $W/lp-aa-deny in the kernel log: $(grep apparmor aa.log | head -3)"
 grep -q 'comm="lp-aa-deny"' <<<"$deny" || fail "apparmor: the denial does not name the learner: $deny"
-[ "$(delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "apparmor: pbitmap_learn_skip_denied did not grow"
+[ "$(vmstat_delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "apparmor: pbitmap_learn_skip_denied did not grow"
 [ "$(runs_of lp-aa-allow)" = 1 ] ||
 	fail "apparmor: a learner its profile allows to write itself was not written: $(grep -F lp-aa-allow aa.log | head -2)"
 echo "apparmor: denied learner's file byte-identical, allowed learner's file written (runs 1); AppArmor logged: ${deny#*apparmor=}"
@@ -197,7 +195,7 @@ confined=$!
 wait "$confined" || fail "apparmor: the confined learner failed beside the holder"
 sleep 1
 # Every refusal is counted; the kernel log may suppress repeated records.
-n=$(delta pbitmap_learn_skip_denied "$d0")
+n=$(vmstat_delta pbitmap_learn_skip_denied "$d0")
 logged=$(dmesg | grep 'apparmor="DENIED"' | grep -F "name=\"$W/lp-aa-deny\"" | grep -c "pid=$confined " || true)
 wait "$holder" || fail "apparmor: the unconfined learner failed"
 learn_flush
@@ -230,6 +228,6 @@ learn_flush
 xa1=$(getfattr --only-values -n user.pbitmap ro.dat | sha256sum)
 [ "$xa1" = "$xa0" ] && [ "$(sha256sum <ro.dat)" = "$sum0" ] ||
 	fail "readonly: a file mapped through a bind mount remounted read-only was written (runs=$(runs_of ro.dat))"
-[ "$(delta pbitmap_learn_dropped "$x0")" -gt 0 ] || fail "readonly: pbitmap_learn_dropped did not grow"
-echo "readonly: the file mapped through the read-only bind mount was not written (dropped +$(delta pbitmap_learn_dropped "$x0"))"
+[ "$(vmstat_delta pbitmap_learn_dropped "$x0")" -gt 0 ] || fail "readonly: pbitmap_learn_dropped did not grow"
+echo "readonly: the file mapped through the read-only bind mount was not written (dropped +$(vmstat_delta pbitmap_learn_dropped "$x0"))"
 echo PASS

@@ -51,8 +51,6 @@ cold_need_counters pbitmap_learn_written pbitmap_learn_sets pbitmap_learn_skip_s
 cold_missing
 command -v debugfs >/dev/null || fail "no debugfs in the guest (e2fsprogs): cannot read i_version"
 
-runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
-delta() { echo $(($(vmstat_counter "$1") - $2)); }
 # count_in FILE FIRST N: how many of pages FIRST..FIRST+N-1 the newest generation has.
 count_in() {
 	pbitmap show --json "$1" | python3 -c '
@@ -98,11 +96,11 @@ s0=$(vmstat_counter pbitmap_learn_skip_setid)
 learn_flush
 [ "$(sha256sum <lp-suid)" = "$sum0" ] ||
 	fail "setid: nobody's mapping wrote its faults into a set-uid-root file (learn=2)"
-[ "$(delta pbitmap_learn_skip_setid "$s0")" -gt 0 ] || fail "setid: pbitmap_learn_skip_setid did not grow"
+[ "$(vmstat_delta pbitmap_learn_skip_setid "$s0")" -gt 0 ] || fail "setid: pbitmap_learn_skip_setid did not grow"
 touch_map lp-suid
 learn_flush
 [ "$(runs_of lp-suid)" = 1 ] || fail "setid: the owner's (root's) mapping was not learned"
-echo "setid: nobody's mapping of the set-uid copy left it byte-identical (skip_setid +$(delta pbitmap_learn_skip_setid "$s0")); root's was learned"
+echo "setid: nobody's mapping of the set-uid copy left it byte-identical (skip_setid +$(vmstat_delta pbitmap_learn_skip_setid "$s0")); root's was learned"
 
 # ---- landlock ----
 echo 1 >$VM/pbitmap_learn
@@ -113,11 +111,11 @@ d0=$(vmstat_counter pbitmap_learn_skip_denied)
 learn_flush
 [ "$(sha256sum <lp-ll)" = "$sum0" ] ||
 	fail "landlock: a learner that may not write files had its faults written into its file"
-[ "$(delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "landlock: pbitmap_learn_skip_denied did not grow"
+[ "$(vmstat_delta pbitmap_learn_skip_denied "$d0")" -gt 0 ] || fail "landlock: pbitmap_learn_skip_denied did not grow"
 ./lp-ll A >/dev/null
 learn_flush
 [ "$(runs_of lp-ll)" = 1 ] || fail "landlock: the same run unconfined was not learned"
-echo "landlock: the confined learner's file is byte-identical (skip_denied +$(delta pbitmap_learn_skip_denied "$d0")); unconfined, learned"
+echo "landlock: the confined learner's file is byte-identical (skip_denied +$(vmstat_delta pbitmap_learn_skip_denied "$d0")); unconfined, learned"
 
 # ---- notify ----
 cp learn-pages lp-ev && pbitmap add -q lp-ev && sync
@@ -197,7 +195,7 @@ learn_flush
 [ "$(runs_of lp-every)" = 1 ] || fail "every run: nobody's run of a root-owned program stamped --learn=every was not learned under learn=2"
 [ "$(runs_of lp-owner)" = 0 ] || fail "every run: nobody's run was learned into a program whose policy is the owner's runs"
 [ "$(runs_of d-ro)" = 0 ] || fail "every run: a data file nobody may not write was learned from nobody's run"
-echo "every run: nobody's run of the --learn=every program learned; of the owner-policy program not; the data file nobody may not write not (skip_owner +$(delta pbitmap_learn_skip_owner "$o0"))"
+echo "every run: nobody's run of the --learn=every program learned; of the owner-policy program not; the data file nobody may not write not (skip_owner +$(vmstat_delta pbitmap_learn_skip_owner "$o0"))"
 
 # ---- windows ----
 echo 1 >$VM/pbitmap_learn
@@ -229,10 +227,10 @@ learner=$!
 tb_defer "kill $learner"
 # Until it has mapped the copy (a fixed second raced its exec under TCG).
 for _ in $(seq 300); do
-	[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] && break
+	[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] && break
 	sleep 0.1
 done
-[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "no cost: root's run made no learned set on the libc copy within 30 s"
+[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "no cost: root's run made no learned set on the libc copy within 30 s"
 # minflt: the median of nobody's 300 execs of /bin/true, each its own
 # minor-fault count (wait4). A total over the loop wandered by 4-5% between
 # identical loops (placement of the stack and mappings under ASLR); the
@@ -296,7 +294,7 @@ free0=$(stat -f -c %f mnt)
 cp learn-pages mnt/lp-del && pbitmap add -q mnt/lp-del && sync
 s0=$(vmstat_counter pbitmap_learn_sets)
 learner mnt/lp-del
-[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "pinned: the learner made no learned set"
+[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "pinned: the learner made no learned set"
 rm mnt/lp-del && sync
 free1=$(stat -f -c %f mnt)
 echo "pinned: free blocks $free0 before the copy, $free1 once it is deleted while its set is pending"
@@ -306,7 +304,7 @@ wait "$LEARNER" 2>/dev/null || true
 cp learn-pages mnt/lp-pin && pbitmap add -q mnt/lp-pin && sync
 s0=$(vmstat_counter pbitmap_learn_sets)
 learner mnt/lp-pin
-[ "$(delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "pinned: the learner made no learned set"
+[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "pinned: the learner made no learned set"
 loopdev=$(findmnt -no SOURCE mnt)
 umount mnt || fail "pinned: umount failed while a learned set was pending"
 # Right after umount: nothing holds the superblock, so the loop device

@@ -76,12 +76,10 @@ for a, b in sel["ranges"]:
     for n in range(a, b + 1):
         print(n)' "$2" || fail "cannot read the bitmap of $1"
 }
-runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
 # count_in FILE WHICH FIRST N: how many of pages FIRST..FIRST+N-1 are in the set.
 count_in() {
 	pages "$1" "$2" | awk -v a="$3" -v n="$4" '$1 >= a && $1 < a + n { c++ } END { print c + 0 }'
 }
-delta() { echo $(($(vmstat_counter "$1") - $2)); }
 
 gcc -std=c11 -O2 -Wall -Wextra -Werror -o learn-pages "$HERE/learn-pages.c" ||
 	fail "cannot build learn-pages"
@@ -98,7 +96,7 @@ echo 1 >$VM/pbitmap_learn
 w0=$(vmstat_counter pbitmap_learn_written)
 ./lp-age A >/dev/null
 learn_flush
-[ "$(runs_of lp-age)" = 1 ] || fail "aging: after one run of A the record has $(runs_of lp-age) runs, not 1 (written: $(delta pbitmap_learn_written "$w0"))"
+[ "$(runs_of lp-age)" = 1 ] || fail "aging: after one run of A the record has $(runs_of lp-age) runs, not 1 (written: $(vmstat_delta pbitmap_learn_written "$w0"))"
 na=$(count_in lp-age newest "$A" 64)
 nb=$(count_in lp-age newest "$B" 64)
 narr=$(count_in lp-age newest "$FIRST" 1024)
@@ -190,8 +188,8 @@ skipped() {
 	"$@" >/dev/null || fail "$what: the run failed"
 	learn_flush
 	[ "$(sha256sum <"$f")" = "$sum0" ] || fail "$what: the file was written"
-	[ "$(delta "$counter" "$c0")" -gt 0 ] || fail "$what: $counter did not grow"
-	echo "$what: untouched, $counter +$(delta "$counter" "$c0")"
+	[ "$(vmstat_delta "$counter" "$c0")" -gt 0 ] || fail "$what: $counter did not grow"
+	echo "$what: untouched, $counter +$(vmstat_delta "$counter" "$c0")"
 }
 mkdir rodir && cp learn-pages rodir/lp-ro && pbitmap add -q rodir/lp-ro
 ro=$(tb_ro_bind "$W/rodir")
@@ -225,10 +223,10 @@ done
 flock -n -x lp-busy true && fail "flock did not take its lock on lp-busy within 30 s"
 ./lp-busy A >/dev/null
 for _ in $(seq 50); do
-	[ "$(delta pbitmap_learn_busy "$b0")" -gt 0 ] && break
+	[ "$(vmstat_delta pbitmap_learn_busy "$b0")" -gt 0 ] && break
 	sleep 0.1
 done
-[ "$(delta pbitmap_learn_busy "$b0")" -gt 0 ] || fail "no write-back attempt met the lock"
+[ "$(vmstat_delta pbitmap_learn_busy "$b0")" -gt 0 ] || fail "no write-back attempt met the lock"
 [ "$(runs_of lp-busy)" = 0 ] || fail "the kernel wrote while another process held the lock"
 python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_WRONLY))' lp-busy ||
 	fail "open(O_WRONLY) failed while a write-back was pending"
@@ -241,7 +239,7 @@ for _ in $(seq 30); do
 done
 [ "$(runs_of lp-busy)" = 1 ] || fail "the pending generation was not written after the lock went"
 pbitmap verify -q lp-busy || fail "the record written after the lock went does not verify"
-echo "no write access held: write-back met the lock $(delta pbitmap_learn_busy "$b0") time(s); open(O_WRONLY) and exec succeeded meanwhile; written after the lock went"
+echo "no write access held: write-back met the lock $(vmstat_delta pbitmap_learn_busy "$b0") time(s); open(O_WRONLY) and exec succeeded meanwhile; written after the lock went"
 
 # ---- torn write ----
 # The kernel writes a generation into the slot that is not current.  A
@@ -270,7 +268,7 @@ pbitmap verify -q lp-torn || fail "torn slot: pbitmap verify does not accept the
 	fail "torn slot: the previous generation (slot 0, runs 0) is not current"
 c0=$(vmstat_counter pbitmap_reject_checksum)
 ./lp-torn A >/dev/null || fail "torn slot: the program did not run"
-[ "$(delta pbitmap_reject_checksum "$c0")" = 0 ] || fail "torn slot: the kernel rejected the record instead of using the other slot"
+[ "$(vmstat_delta pbitmap_reject_checksum "$c0")" = 0 ] || fail "torn slot: the kernel rejected the record instead of using the other slot"
 learn_flush
 [ "$(runs_of lp-torn)" = 1 ] && [ "$(slot_of lp-torn)" = 1 ] ||
 	fail "torn slot: the next learned write did not go into the torn slot"
@@ -310,7 +308,7 @@ d0=$(vmstat_counter pbitmap_learn_deferred)
 ./mmap-index clustered 42 data >/dev/null
 learn_flush
 [ "$(runs_of data)" = 1 ] || fail "data file: written again within vm.pbitmap_learn_data_interval_s"
-[ "$(delta pbitmap_learn_deferred "$d0")" -gt 0 ] || fail "data file: the deferred write was not counted"
+[ "$(vmstat_delta pbitmap_learn_deferred "$d0")" -gt 0 ] || fail "data file: the deferred write was not counted"
 echo "data file: a second run within the 3600 s interval was deferred, not written"
 echo 21600 >$VM/pbitmap_learn_data_interval_s
 
