@@ -11,7 +11,11 @@
 #   make image                build/guest.img, the Debian bookworm guest (ext4)
 #   make vm-run CMD='...'     boot the guest, run CMD as root, its output and exit status
 #   make vm-check             boot the guest and run kernel-patch/tests/t-*.sh,
-#                             in VM_SHARDS guests at once (default 2)
+#                             in VM_SHARDS guests at once (default 2); then the
+#                             LSM tests in a guest of their own and the stock
+#                             tests on Debian's own kernel (make stock-kernel)
+#   make stock-kernel         Debian's linux-image of BASE's version, unpacked,
+#                             with an initramfs -> build/stock/{vmlinuz,initrd.img}
 #   make vm-debug-check       build the debug kernel (KASAN=1: KASAN, lockdep,
 #                             kmemleak, fault injection, soft-lockup detector)
 #                             and run kernel-patch/tests/debug/t-*.sh and
@@ -22,7 +26,8 @@
 # (virtual CPUs, default 2, multi-threaded TCG).
 
 DEPS_KERNEL := bc flex bison libssl-dev libelf-dev \
-	       dwarves ccache quilt rsync mmdebstrap qemu-system-x86 e2fsprogs sparse
+	       dwarves ccache quilt rsync mmdebstrap qemu-system-x86 e2fsprogs sparse \
+	       kmod cpio xz-utils busybox-static
 DEPS_ALL += $(DEPS_KERNEL)
 CHECKS += kernel-distro-check vm-check
 
@@ -56,7 +61,7 @@ GUEST_IMG  := $(BUILD)/guest.img
 
 .PHONY: kernel kernel-patch-check kernel-distro-check kernel-tree kernel-base-check \
 	kernel-series-check \
-	image vm-run vm-check vm-debug-check vm-debug-run
+	image vm-run vm-check vm-debug-check vm-debug-run stock-kernel
 
 # The linux-source and linux-config packages must be the version the series
 # was made against (kernel-patch/BASE), not whatever the archive has now:
@@ -148,18 +153,30 @@ VM_SHARDS ?= 2
 VM_LSM_TESTS  := t-learn-lsm
 VM_LSM_APPEND := lsm=landlock,tomoyo,apparmor
 VM_LSM_DIR    := $(BUILD)/vm-lsm-tests
-vm-check: kernel image rpm deb
-	@rm -rf $(VM_TESTS) $(VM_LSM_DIR) && mkdir -p $(VM_TESTS) $(VM_LSM_DIR)
+# The tests of what runs without the patch: a guest of their own, after the
+# LSM guest, booted from Debian's own kernel as it ships (issue 45).
+STOCK_DIR       := $(BUILD)/stock
+VM_STOCK_TESTS  := t-stock-run
+VM_STOCK_DIR    := $(BUILD)/vm-stock-tests
+stock-kernel: deps
+	$(KP_DIR)/scripts/stock-kernel $(STOCK_DIR)
+vm-check: kernel image rpm deb stock-kernel
+	@rm -rf $(VM_TESTS) $(VM_LSM_DIR) $(VM_STOCK_DIR) && mkdir -p $(VM_TESTS) $(VM_LSM_DIR) $(VM_STOCK_DIR)
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_LSM_TESTS)) $(VM_LSM_DIR)/
-	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS))
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
+		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(VM_STOCK_DIR)/
+	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS) $(VM_STOCK_TESTS))
 	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
 	mkdir -p $(VM_TESTS)/modules
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_TESTS)/modules/
 	VM_SHARDS_DIR=$(BUILD) $(VM_ENV) $(KP_DIR)/scripts/vm-shards $(VM_SHARDS) $(VM_TESTS)
 	VM_APPEND="$(VM_LSM_APPEND) $${VM_APPEND:-}" VM_RESULTS=$(BUILD)/vm-lsm-results \
 		VM_CONSOLE=$(BUILD)/vm-lsm-console.log $(VM_ENV) $(VM) --tests $(VM_LSM_DIR)
+	$(VM_ENV) KERNEL=$(STOCK_DIR)/vmlinuz INITRD=$(STOCK_DIR)/initrd.img \
+		VM_RELEASE=$$(cat $(STOCK_DIR)/release) VM_RESULTS=$(BUILD)/vm-stock-results \
+		VM_CONSOLE=$(BUILD)/vm-stock-console.log $(VM) --tests $(VM_STOCK_DIR)
 
 # The debug suite: the tests that need the debug kernel (kernel-patch/tests/
 # debug/), and those of make check whose code paths are worth KASAN,
