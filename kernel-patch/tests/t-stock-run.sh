@@ -18,7 +18,7 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 
 [ ! -e /proc/sys/vm/pbitmap_enabled ] ||
 	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
-case $(uname -r) in *+deb12-amd64) ;; *) fail "not a Debian 12 kernel: $(uname -r)" ;; esac
+case $(uname -r) in *+deb12-amd64 | *+deb13-amd64) ;; *) fail "not a Debian kernel: $(uname -r)" ;; esac
 
 cp "$(gcc -print-prog-name=cc1)" bin/cc1
 pbitmap add -q bin/cc1 || fail "cannot stamp cc1"
