@@ -33,14 +33,11 @@ pages=$(pbitmap show --json bin/cc1 | python3 -c 'import json,sys; print(json.lo
 echo "cc1: $pages pages learned by pbitmap record"
 
 cold() {	# condition run
-	local r0 r1 maj
+	local r0 r1 maj wrap=()
+	[ "$1" = run ] && wrap=(pbitmap run --)
 	sync; echo 3 > /proc/sys/vm/drop_caches
 	read -r r0 _ < /sys/block/vda/stat
-	if [ "$1" = run ]; then
-		/usr/bin/time -f %F -o "maj.$1.$2" pbitmap run -- "$W/bin/cc1" -quiet -O2 x.c -o "out.$1.$2.s"
-	else
-		/usr/bin/time -f %F -o "maj.$1.$2" "$W/bin/cc1" -quiet -O2 x.c -o "out.$1.$2.s"
-	fi
+	run_cc1 "out.$1.$2.s" /usr/bin/time -f %F -o "maj.$1.$2" "${wrap[@]}"
 	read -r r1 _ < /sys/block/vda/stat
 	cmp -s "out.$1.$2.s" learned.s || fail "$1 run $2: output differs from the learned run's"
 	maj=$(tail -n 1 "maj.$1.$2")
