@@ -67,7 +67,7 @@ CHECKS := check-tool
 -include stap/stap.mk
 -include kernel-patch/bench/bench.mk
 
-all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so
+all: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmap-audit.so $(BUILD)/pbitmapd
 
 # The modules of `run` (prefetch.c and what reading a bitmap needs) and
 # their libraries: the launcher's, and the first part of the tool (below).
@@ -117,6 +117,15 @@ $(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
 		-Wl,-z,defs,--gc-sections,--exclude-libs,ALL \
 		-o $@ $(AUDIT_SRCS) -Wl,-Bstatic -lz -Wl,-Bdynamic
 
+# The daemon (pbitmap-tool/daemon/pbitmapd.c): run's modules, static as
+# the launcher (it runs on machines whose libraries it prefetches).
+DAEMON_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) $(TOOL_DIR)/daemon/pbitmapd.c
+$(BUILD)/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+	$(CC) $(CPPFLAGS) $(CFLAGS) $(STATIC) -o $@ $(DAEMON_SRCS) $(RUN_LIBS)
+$(BUILD)/asan/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+	@mkdir -p $(BUILD)/asan
+	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(DAEMON_SRCS) $(RUN_LIBS)
+
 $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(RUN_SRCS) $(RUN_LIBS)
@@ -157,7 +166,7 @@ $(BUILD):
 # rewritten only when they differ, so that its time says when they changed.
 BUILD_FLAGS = $(CC) $(CPPFLAGS) $(CFLAGS) | $(SAN_CFLAGS) | $(LIBS) | $(TOOL_EARLY) $(TOOL_LIBS) $(STATIC)
 $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-run $(BUILD)/asan/pbitmap-run \
-	$(BUILD)/pbitmap-audit.so: $(BUILD)/cflags
+	$(BUILD)/pbitmap-audit.so $(BUILD)/pbitmapd $(BUILD)/asan/pbitmapd: $(BUILD)/cflags
 $(BUILD)/cflags: FORCE | $(BUILD)
 	$(if $(subst $(BUILD_FLAGS),,$(file <$@))$(subst $(file <$@),,$(BUILD_FLAGS)),\
 		$(file >$@,$(BUILD_FLAGS)))
@@ -185,7 +194,8 @@ CHECK_JOBS ?= 4
 check: deps
 	$(MAKE) -j$(CHECK_JOBS) -k -Otarget PBITMAP_WERROR=1 $(CHECKS)
 
-check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-audit.so $(FUZZ_TARGETS)
+check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-audit.so $(FUZZ_TARGETS) \
+	    $(BUILD)/pbitmapd $(BUILD)/asan/pbitmapd
 	tests/run-tests tests/tool
 
 # User-space prefetch on the host, then the patched kernel in the VM as

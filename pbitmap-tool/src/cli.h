@@ -15,6 +15,7 @@
  *   cmd-profile.c export, import (the format: profile.h)
  *   cmd-record.c record (observing CMD: observe.c, observe.h)
  *   cmd-plan.c   plan (the format: plan.c)
+ *   cmd-status.c status (what pbitmapd, pbitmap-tool/daemon/, has done)
  *   prefetch.c   prefetch, run;  rpm.c  stamp, rpm-verify
  */
 #ifndef PBITMAP_CLI_H

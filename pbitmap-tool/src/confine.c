@@ -13,15 +13,26 @@
  * access of a file to be handled goes through pb_path_*() for that reason.
  * The confinement is process-wide, as chroot(2) is: everything a --root
  * run handles belongs inside the root.
+ *
+ * pbitmapd confines its look-ups another way (pb_confine_local()): it has
+ * chroot()ed into the exec'ing task's root and taken its credentials, and
+ * a name is then walked one component at a time, every directory it
+ * crosses and the file itself on one of the local filesystems the daemon
+ * watches.  That is the kernel's one filesystem test (pbitmap_fs_local()):
+ * a look-up that would enter NFS, FUSE or a cluster filesystem stops
+ * before it asks that filesystem anything, since a program's start must
+ * not wait for a server on the daemon's account.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "pbitmap.h"
@@ -31,6 +42,15 @@ static struct {
 	char *dir;	/* its name, a prefix of every path handled */
 	size_t len;
 } root = { .fd = -1 };
+
+/* pb_confine_local(): the devices of the local filesystems, or none. */
+static struct {
+	const dev_t *devs;
+	size_t nr;
+} local;
+
+/* Symbolic links followed in one walk, as the kernel's MAXSYMLINKS. */
+#define WALK_MAX_LINKS	40
 
 static int openat2_in_root(int dirfd, const char *path, int oflags, mode_t mode)
 {
@@ -91,10 +111,166 @@ static const char *inside_root(const char *path)
 	return path[root.len] ? path + root.len : "/";
 }
 
+void pb_confine_local(const dev_t *devs, size_t nr)
+{
+	local.devs = devs;
+	local.nr = nr;
+}
+
+/*
+ * The type and device of @fd (an O_PATH descriptor), without asking the
+ * filesystem to refresh them (AT_STATX_DONT_SYNC: no round trip, should
+ * it be a network one); 0 if on a local filesystem, else -1 (EXDEV).
+ */
+static int walk_check(int fd, mode_t *mode, dev_t *dev, ino_t *ino)
+{
+	struct statx stx;
+
+	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
+		  STATX_TYPE | STATX_INO, &stx))
+		return -1;
+	*mode = stx.stx_mode;
+	*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
+	*ino = stx.stx_ino;
+	for (size_t i = 0; i < local.nr; i++)
+		if (local.devs[i] == *dev)
+			return 0;
+	errno = EXDEV;
+	return -1;
+}
+
+/*
+ * Replace the component at @rest in @buf (a path being walked) by the
+ * target of the link @fd: @buf becomes TARGET/REMAINDER.  0 or -1.
+ */
+static int walk_splice_link(int fd, char *buf, size_t size, const char *remainder)
+{
+	char target[PATH_MAX];
+	ssize_t n = readlinkat(fd, "", target, sizeof(target) - 1);
+	char *joined;
+
+	if (n <= 0)
+		return -1;
+	target[n] = '\0';
+	if (asprintf(&joined, "%s/%s", target, remainder) < 0)
+		return -1;
+	if (strlen(joined) >= size) {
+		free(joined);
+		errno = ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(buf, joined);
+	free(joined);
+	return 0;
+}
+
+/*
+ * open(@path, @oflags) one component at a time from "/" (the caller's
+ * root), following symbolic links (at most 40; not the last component
+ * with O_NOFOLLOW) and "..".  Every directory crossed and the last
+ * component must be on a local filesystem; the last must be a directory
+ * or a regular file unless @oflags has O_PATH, so that no FIFO, device
+ * or socket is ever opened for reading.
+ */
+static int walk_open(const char *path, int oflags, mode_t mode)
+{
+	char buf[2 * PATH_MAX], *comp, *next;
+	int dir, fd = -1, links = 0;
+	mode_t type;
+	dev_t dev;
+	ino_t ino;
+
+	if (path[0] != '/' || strlen(path) >= sizeof(buf)) {
+		errno = path[0] != '/' ? EINVAL : ENAMETOOLONG;
+		return -1;
+	}
+	strcpy(buf, path);
+	dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (dir < 0 || walk_check(dir, &type, &dev, &ino))
+		goto fail;
+	for (comp = buf;;) {
+		bool last;
+
+		comp += strspn(comp, "/");
+		next = comp + strcspn(comp, "/");
+		last = next[strspn(next, "/")] == '\0';
+		if (*next)
+			*next++ = '\0';
+		if (!*comp)	/* the path names a directory: "/" or "a/" */
+			comp = ".";
+		fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || walk_check(fd, &type, &dev, &ino))
+			goto fail;
+		if (S_ISLNK(type) && !(last && (oflags & O_NOFOLLOW))) {
+			if (++links > WALK_MAX_LINKS) {
+				errno = ELOOP;
+				goto fail;
+			}
+			if (walk_splice_link(fd, buf, sizeof(buf), last ? "" : next))
+				goto fail;
+			close(fd);
+			fd = -1;
+			comp = buf;
+			if (buf[0] == '/') {
+				close(dir);
+				dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+				if (dir < 0)
+					goto fail;
+			}
+			continue;
+		}
+		if (last)
+			break;
+		if (!S_ISDIR(type)) {
+			errno = ENOTDIR;
+			goto fail;
+		}
+		close(dir);
+		dir = fd;
+		fd = -1;
+		comp = next;
+	}
+	if (oflags & O_PATH) {
+		close(dir);
+		return fd;
+	}
+	close(fd);
+	if (!S_ISREG(type) && !S_ISDIR(type)) {
+		errno = ENXIO;	/* never open a FIFO or a device by name */
+		goto fail_dir;
+	}
+	/* The same inode as looked at: not swapped for another meanwhile. */
+	fd = openat(dir, comp, oflags | O_NOFOLLOW, mode);
+	if (fd >= 0) {
+		struct stat st;
+
+		if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino) {
+			close(fd);
+			errno = EAGAIN;
+			fd = -1;
+		}
+	}
+	close(dir);
+	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+fail_dir:
+	if (dir >= 0) {
+		int err = errno;
+
+		close(dir);
+		errno = err;
+	}
+	return -1;
+}
+
 int pb_path_open(const char *path, int oflags, mode_t mode)
 {
 	const char *in;
 
+	if (local.devs)
+		return walk_open(path, oflags, mode);
 	if (root.fd < 0)
 		return open(path, oflags, mode);
 	in = inside_root(path);
@@ -109,7 +285,7 @@ int pb_path_lstat(const char *path, struct stat *st)
 {
 	int fd, ret;
 
-	if (root.fd < 0)
+	if (root.fd < 0 && !local.devs)
 		return lstat(path, st);
 	fd = pb_path_open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)
@@ -124,7 +300,7 @@ ssize_t pb_path_readlink(const char *path, char *buf, size_t size)
 	ssize_t n;
 	int fd;
 
-	if (root.fd < 0)
+	if (root.fd < 0 && !local.devs)
 		return readlink(path, buf, size);
 	fd = pb_path_open(path, O_PATH | O_NOFOLLOW | O_CLOEXEC, 0);
 	if (fd < 0)

@@ -53,6 +53,8 @@ static const struct verb verbs[] = {
 	{ "prefetch", pb_cmd_prefetch, "FILE...", "start reading the marked pages" },
 	{ "run", pb_cmd_run, "-- CMD [ARG...]",
 	  "prefetch CMD, its libraries and file arguments, then exec it" },
+	{ "status", pb_cmd_status, "[--status FILE]",
+	  "what prefetches here: the kernel or pbitmapd, and pbitmapd's counters" },
 	{ "stamp", pb_cmd_stamp, "[--root DIR] [--dbpath DIR] (--rpm PKG...|--rpm-all)",
 	  "add bitmaps to what rpm packages installed" },
 	{ "rpm-verify", pb_cmd_rpm_verify, "[--root DIR] [--dbpath DIR] (PKG...|-a)",

@@ -259,8 +259,16 @@ bool pb_next_run(const unsigned char *plane, uint64_t nr_pages, uint64_t from,
  */
 int pb_confine(const char *dir);
 /*
+ * From now on (pbitmapd, chroot()ed into a task's root), walk every path
+ * given to pb_path_*() one component at a time and refuse (EXDEV) any
+ * that crosses or ends on a filesystem not among @devs (the local ones,
+ * kept by the caller); refuse to open anything but a regular file or a
+ * directory (EPERM) unless O_PATH.
+ */
+void pb_confine_local(const dev_t *devs, size_t nr);
+/*
  * open(2), lstat(2), readlink(2) and fopen(PATH, "r"), confined by
- * pb_confine() once it has run.  Every name-based access to a file the
+ * pb_confine() or pb_confine_local() once it has run.  Every name-based access to a file the
  * tool handles goes through these (errno set on failure).
  */
 int pb_path_open(const char *path, int oflags, mode_t mode);
@@ -580,21 +588,55 @@ int pb_cmd_rpm_verify(int argc, char **argv);
 
 int pb_cmd_record(int argc, char **argv);
 int pb_cmd_prefetch(int argc, char **argv);
+int pb_cmd_status(int argc, char **argv);
 int pb_cmd_run(int argc, char **argv);
 
 /*
- * Issue asynchronous readahead for every granule marked for prefetch in
- * the open file's record, coalesced into extents.  Does not wait for I/O.
- * Stores the number of extents and bytes requested when the pointers are
- * non-NULL.  Returns 0 or PB_FAIL.
+ * Marked ranges closer than this are read as one: a read request costs
+ * more than the few pages of a short gap (`record` learns page by page,
+ * with no fault-around chunks to join neighbours).  Fault-around's
+ * default window.
  */
-int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes);
+#define PB_WILLNEED_GAP		(64 * 1024)
+
+/*
+ * Issue asynchronous readahead for every granule marked for prefetch in
+ * the open file's record, ranges less than @gap bytes apart joined into
+ * one extent.  Does not wait for I/O.  Stores the number of extents and
+ * bytes requested when the pointers are non-NULL.  Returns 0 or PB_FAIL.
+ */
+int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t *extents, uint64_t *bytes);
 /*
  * The same for record @r of the file open as @fd, whose content is
  * @content bytes (willneed.c): no pb_file, no messages, for the LD_AUDIT
  * module.  Returns 0 or an errno value.
  */
-int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t *extents,
-		uint64_t *bytes);
+int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
+		uint64_t *extents, uint64_t *bytes);
+
+/*
+ * pbitmapd: what an exec of a stamped program reads (prefetch.c).  The
+ * caller has entered the exec'ing task's root and taken its credentials,
+ * and confined look-ups to local filesystems (pb_confine_local()).
+ */
+struct pb_exec_prefetch {
+	uint64_t gap;		/* join ranges less than this many bytes apart */
+	uint64_t budget;	/* read at most about this many bytes */
+	/* what was done */
+	bool plan;		/* the executable's plan was followed */
+	uint64_t files, extents, bytes;
+	uint64_t skip_mismatch;	/* a plan's path led to another file */
+	uint64_t skip_fs;	/* a look-up would have left the local filesystems */
+	uint64_t skip_denied;	/* the task may not read it */
+	uint64_t skip_budget;	/* files left out: the budget was spent */
+};
+/*
+ * Read ahead for an exec of @exe (its path in this root; @ino on @dev is
+ * the file exec'd): its plan when it has one, else its own marked pages
+ * and those of the objects ld.so will map for it (ignoring the
+ * environment, which the daemon does not know).  Returns 0, or PB_NONE
+ * when @exe no longer leads to that file.
+ */
+int pb_prefetch_exec(const char *exe, dev_t dev, ino_t ino, struct pb_exec_prefetch *p);
 
 #endif /* PBITMAP_H */

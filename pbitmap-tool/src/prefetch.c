@@ -29,7 +29,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/fs.h>
 #include <sys/auxv.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include "pbitmap.h"
@@ -37,7 +39,7 @@
 
 /* ---- prefetching one file ------------------------------------------------ */
 
-int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
+int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t *extents, uint64_t *bytes)
 {
 	int err;
 
@@ -47,7 +49,7 @@ int pb_prefetch_file(struct pb_file *f, uint64_t *extents, uint64_t *bytes)
 		*bytes = 0;
 	if (!f->has_record)
 		return 0;
-	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), extents, bytes);
+	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), gap, extents, bytes);
 	if (err) {
 		errno = err;
 		return pb_error_errno(f->path, "posix_fadvise");
@@ -86,7 +88,7 @@ static int prefetch_path(const char *path)
 		else
 			pb_note(path, "no bitmap; nothing to prefetch");
 	} else {
-		ret = pb_prefetch_file(&f, &extents, &bytes);
+		ret = pb_prefetch_file(&f, PB_WILLNEED_GAP, &extents, &bytes);
 		if (!ret && pb_verbose)
 			printf("%s: %" PRIu64 " extents, %" PRIu64 " bytes\n", path,
 			       extents, bytes);
@@ -168,7 +170,9 @@ struct loadset {
 	bool cache_read;
 	unsigned char *cache;	/* /etc/ld.so.cache, NULL if absent or unusable */
 	size_t cache_size, cache_base;	/* the "glibc-ld.so.cache1.1" header's offset */
-	uint64_t files, extents, bytes;
+	uint64_t gap;		/* PB_WILLNEED_GAP, or pbitmapd's */
+	uint64_t budget;	/* bytes; 0: no limit */
+	uint64_t files, extents, bytes, over_budget;
 };
 
 /* What a candidate file turned out to be. */
@@ -450,9 +454,13 @@ static void prefetch_object(struct loadset *ls, const char *path, unsigned int f
 	uint64_t extents, bytes;
 	struct pb_file f;
 
+	if (ls->budget && ls->bytes >= ls->budget) {
+		ls->over_budget++;
+		return;
+	}
 	if (pb_open(&f, path, PB_OPEN_FOLLOW | PB_OPEN_PROBE | flags))
 		return;
-	if (f.has_record && !pb_prefetch_file(&f, &extents, &bytes)) {
+	if (f.has_record && !pb_prefetch_file(&f, ls->gap, &extents, &bytes)) {
 		ls->files++;
 		ls->extents += extents;
 		ls->bytes += bytes;
@@ -573,11 +581,18 @@ static ssize_t load_object(struct loadset *ls, const char *path, size_t loader,
 			   const char *name)
 {
 	bool exe = ls->nr == 0;
+	struct stat st;
 	ssize_t ret;
 	Elf *elf;
 	int fd;
 
-	fd = open(path, O_RDONLY | O_CLOEXEC);
+	/* O_NONBLOCK and S_ISREG: a name that leads to a FIFO must not hang us */
+	fd = pb_path_open(path, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+	if (fd >= 0 && (fstat(fd, &st) || !S_ISREG(st.st_mode))) {
+		close(fd);
+		fd = -1;
+		errno = EINVAL;
+	}
 	if (fd < 0) {
 		if (!exe)
 			return OBJ_ABSENT;	/* whatever the reason, ld.so tries the next one */
@@ -737,7 +752,7 @@ static void cache_load(struct loadset *ls)
 	int fd;
 
 	ls->cache_read = true;
-	fd = open("/etc/ld.so.cache", O_RDONLY | O_CLOEXEC);
+	fd = pb_path_open("/etc/ld.so.cache", O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
 	if (fd < 0)
 		return;
 	if (fstat(fd, &st) || st.st_size < (off_t)sizeof(struct cache_header) ||
@@ -988,7 +1003,7 @@ static void add_preloads(struct loadset *ls)
 				resolve_needed(ls, name, 0);
 	free(buf);
 	buf = NULL;
-	fp = fopen("/etc/ld.so.preload", "re");
+	fp = pb_path_fopen_read("/etc/ld.so.preload");
 	if (!fp)
 		return;
 	while (getline(&buf, &cap, fp) > 0)
@@ -1012,7 +1027,7 @@ static bool is_secure(const char *path)
 /* The executable, its interpreter, then the DT_NEEDED closure breadth-first. */
 static void prefetch_closure(struct loadset *ls, const char *exe)
 {
-	ls->secure = is_secure(exe);
+	ls->secure = ls->secure || is_secure(exe);	/* pbitmapd sets it */
 	if (load_object(ls, exe, 0, NULL) != 0)
 		return;
 	if (ls->objs[0].interp) {
@@ -1034,6 +1049,125 @@ static void prefetch_closure(struct loadset *ls, const char *exe)
 				resolve_needed(ls, name, i);
 			free(name);
 		}
+}
+
+/* ---- pbitmapd: an exec's prefetch ---------------------------------------- */
+
+/*
+ * Open the plan's file @i if its path leads, as the exec'ing task looks it
+ * up (the caller is in its root, with its credentials), to the very file
+ * the plan names: the kernel's identity rule (docs/FORMAT.md, "Identity").
+ * A descriptor, or -1 with the reason counted.
+ */
+static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_prefetch *p)
+{
+	const struct pbitmap_plan_file *pf = &v->files[i];
+	struct stat st;
+	int fd, gen;
+
+	fd = pb_path_open(v->names + le32toh(pf->name),
+			  O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+	if (fd < 0) {
+		if (errno == EXDEV)
+			p->skip_fs++;
+		else if (errno == EACCES || errno == EPERM)
+			p->skip_denied++;
+		else
+			p->skip_mismatch++;
+		return -1;
+	}
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen))
+		gen = 0;	/* no generations here: the kernel sees 0 too */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    (uint32_t)st.st_dev != le32toh(pf->dev) || (uint64_t)st.st_ino != le64toh(pf->ino) ||
+	    (uint64_t)st.st_size != le64toh(pf->size) || (uint32_t)gen != le32toh(pf->generation)) {
+		close(fd);
+		p->skip_mismatch++;
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * Read the ranges of a plan, file by file in the plan's order (the order
+ * the start-up first needed them), each file's steps in file order,
+ * steps less than @p->gap apart as one read.
+ */
+static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch *p)
+{
+	for (uint32_t s = 0; s < v->nr_steps;) {
+		uint32_t file = le16toh(v->steps[s].file), next = s;
+		int fd;
+
+		while (next < v->nr_steps && le16toh(v->steps[next].file) == file)
+			next++;
+		if (p->budget && p->bytes >= p->budget) {
+			p->skip_budget++;
+			s = next;
+			continue;
+		}
+		fd = plan_open(v, file, p);
+		for (; fd >= 0 && s < next; s++) {
+			uint64_t off = (uint64_t)le32toh(v->steps[s].start) << PBITMAP_PLAN_UNIT_SHIFT;
+			uint64_t end = off + ((uint64_t)le32toh(v->steps[s].nr) << PBITMAP_PLAN_UNIT_SHIFT);
+
+			while (s + 1 < next &&
+			       ((uint64_t)le32toh(v->steps[s + 1].start) << PBITMAP_PLAN_UNIT_SHIFT) - end < p->gap) {
+				s++;
+				end = ((uint64_t)le32toh(v->steps[s].start) + le32toh(v->steps[s].nr))
+				      << PBITMAP_PLAN_UNIT_SHIFT;
+			}
+			if (posix_fadvise(fd, (off_t)off, (off_t)(end - off), POSIX_FADV_WILLNEED))
+				break;
+			p->extents++;
+			p->bytes += end - off;
+		}
+		if (fd >= 0) {
+			p->files++;
+			close(fd);
+		}
+		s = next;
+	}
+}
+
+int pb_prefetch_exec(const char *exe, dev_t dev, ino_t ino, struct pb_exec_prefetch *p)
+{
+	struct loadset ls = { .gap = p->gap, .budget = p->budget, .secure = true };
+	struct pb_plan_view v;
+	unsigned char *area;
+	struct pb_file f;
+	size_t size;
+	int ret;
+
+	elf_version(EV_CURRENT);
+	ret = pb_open(&f, exe, PB_OPEN_FOLLOW | PB_OPEN_PROBE);
+	if (ret)
+		return PB_NONE;
+	if (f.st.st_dev != dev || f.st.st_ino != ino) {
+		pb_close(&f);
+		return PB_NONE;		/* replaced since the exec, or another root */
+	}
+	area = f.has_record ? pb_plan_area(&f.rec, &size) : NULL;
+	p->plan = area && !pb_plan_check(area, size) && pb_plan_read(area, size, &v);
+	if (p->plan) {
+		/* the executable's own pages, as the kernel reads them at exec */
+		if (!pb_prefetch_file(&f, p->gap, &ls.extents, &ls.bytes))
+			ls.files++;
+		p->files += ls.files;
+		p->extents += ls.extents;
+		p->bytes += ls.bytes;
+		prefetch_plan(&v, p);
+		pb_close(&f);
+		return 0;
+	}
+	pb_close(&f);
+	prefetch_closure(&ls, exe);	/* secure: the environment here is the daemon's */
+	p->files += ls.files;
+	p->extents += ls.extents;
+	p->bytes += ls.bytes;
+	p->skip_budget += ls.over_budget;
+	loadset_free(&ls);
+	return 0;
 }
 
 /* ---- `run` --------------------------------------------------------------- */
@@ -1121,7 +1255,7 @@ static void prefetch_arguments(struct loadset *ls, char *const *args)
 
 static void prefetch_for(char *const *cmd)
 {
-	struct loadset ls = { 0 };
+	struct loadset ls = { .gap = PB_WILLNEED_GAP };
 	char *exe = find_command(cmd[0]), *interp;
 
 	if (!exe)

@@ -13,15 +13,8 @@
 
 #include "pbitmap.h"
 
-/*
- * Ranges closer than this are read as one: a read request costs more than
- * the few pages of a short gap (`record` learns page by page, with no
- * fault-around chunks to join neighbours).  Fault-around's default window.
- */
-#define WILLNEED_JOIN_GAP	(64 * 1024)
-
-int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t *extents,
-		uint64_t *bytes)
+int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
+		uint64_t *extents, uint64_t *bytes)
 {
 	uint64_t nr = pb_nr_pages(r), first, count, n_ext = 0, n_bytes = 0;
 	unsigned int shift = pb_page_shift(r);
@@ -37,7 +30,7 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t *e
 		uint64_t next, next_count;
 
 		while (pb_next_run(plane, nr, first + count, &next, &next_count) &&
-		       (next << shift) - end < WILLNEED_JOIN_GAP) {
+		       (next << shift) - end < gap) {
 			count = next + next_count - first;
 			end = (first + count) << shift;
 		}

@@ -1,0 +1,721 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmapd: pbitmap's start-up prefetch on the kernels people run.
+ *
+ * Without the kernel series, nothing reads a stamped program's pages ahead
+ * unless the user puts `pbitmap run` in front of it.  pbitmapd watches the
+ * local filesystems for execs (fanotify, FAN_OPEN_EXEC) and, for a stamped
+ * program, starts the reads an exec on the patched kernel would start: the
+ * program's plan, or its own marked pages and those of the libraries ld.so
+ * is about to map (prefetch.c, as `pbitmap run` finds them).
+ *
+ * Why these mechanisms:
+ *   - Notification events, not permission events: the exec never waits for
+ *     the daemon.  The reads race the program's own faults, and win where
+ *     the loader's work gives them time; an exec that the daemon is too late
+ *     for is an exec as without it.
+ *   - A marked filesystem (FAN_MARK_FILESYSTEM), not mounts: bind mounts
+ *     and containers' views of the same filesystem are covered.  Only local
+ *     block filesystems are marked (the kernel's pbitmap_fs_local()).
+ *   - An unstamped program costs one fgetxattr() of user.pbitmap here, and
+ *     its exec nothing but the event: stamped ELF files carry that marker
+ *     (docs/FORMAT.md) so that nobody has to parse their section headers.
+ *   - Each stamped exec is handled by a child that chroot()s into the
+ *     exec'ing task's root (/proc/PID/root: its mount namespace, its
+ *     container) and takes that task's filesystem credentials: paths
+ *     resolve as the program sees them, and nothing is read that its user
+ *     could not read.  A pidfd (FAN_REPORT_PIDFD) says that PID was still
+ *     the exec'ing process when its root and credentials were taken.
+ *   - The child's look-ups stay on the local filesystems (pb_confine_local:
+ *     no NFS, FUSE or cluster round trip), open no FIFO or device, and run
+ *     under a CPU limit and an alarm: a crafted record or plan costs bounded
+ *     work, in a process that holds nothing anybody waits for.
+ *
+ * Killed at any point, pbitmapd leaves nothing half-done: it writes no file
+ * but its status file (renamed into place), and nothing waits on it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pbitmap.h"
+#include "cli.h"
+
+#ifndef FAN_REPORT_PIDFD
+#define FAN_REPORT_PIDFD		0x00000080
+#define FAN_EVENT_INFO_TYPE_PIDFD	4
+struct fanotify_event_info_pidfd {
+	struct fanotify_event_info_header hdr;
+	__s32 pidfd;
+};
+#endif
+
+#define DEFAULT_CONFIG	"/etc/pbitmap.conf"
+#define DEFAULT_STATUS	"/run/pbitmapd/status"
+#define MAX_LOCAL_FS	256
+#define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
+#define CHILD_CPU	2	/* CPU seconds, the same */
+#define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
+
+struct config {
+	bool enabled;		/* daemon = yes */
+	uint64_t gap;		/* join_gap_kb */
+	uint64_t budget;	/* exec_budget_mb: bytes one exec may read at most */
+	unsigned int pressure;	/* memory_pressure_pct: PSI "some avg10" above which to skip */
+	unsigned int children;	/* max_parallel */
+};
+
+/* What the daemon did since it started: the status file, `pbitmap status`. */
+struct counters {
+	uint64_t execs, unstamped, prefetched, plans, files, extents, bytes;
+	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
+	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed;
+};
+
+/* A child's report, one write() (atomic: less than PIPE_BUF). */
+struct report {
+	int result;		/* 0, PB_NONE: the exec'd file is not what the name leads to */
+	bool gone;		/* the process exited before its root was taken */
+	struct pb_exec_prefetch p;
+};
+
+static struct {
+	struct config cfg;
+	const char *status_path;
+	dev_t local[MAX_LOCAL_FS];
+	size_t nr_local;
+	struct counters n;
+	unsigned int children;
+	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
+	unsigned int recent_next;
+	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
+} d = { .kernel_fd = -1 };
+
+static const char usage_text[] =
+	"Usage: pbitmapd [-c FILE] [-s FILE] [-v]\n"
+	"       pbitmapd --check-enabled [-c FILE]\n"
+	"Read the marked pages of stamped programs at their exec, on any kernel.\n"
+	"\n"
+	"  -c, --config FILE   settings (default " DEFAULT_CONFIG ")\n"
+	"  -s, --status FILE   where to keep the counters (default " DEFAULT_STATUS ")\n"
+	"  -v, --verbose       log every stamped exec\n"
+	"      --check-enabled exit 0 if the settings enable the daemon, else 1\n"
+	"  -h, --help          this text\n"
+	"      --version       the version\n"
+	"See pbitmapd(8).\n";
+
+void pb_print_verb_help(const char *name)
+{
+	(void)name;
+	fputs(usage_text, stdout);
+}
+
+/* ---- settings ------------------------------------------------------------ */
+
+static int config_number(const char *path, unsigned int line, const char *key,
+			 const char *val, uint64_t max, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(val, &end, 10);
+	if (errno || end == val || *end || *val == '-' || v > max)
+		return pb_error(path, "line %u: %s: '%s' is not a number from 0 to %" PRIu64,
+				line, key, val, max);
+	*out = v;
+	return 0;
+}
+
+static int config_line(const char *path, unsigned int line, char *key, char *val)
+{
+	uint64_t v;
+
+	if (!strcmp(key, "daemon")) {
+		if (strcmp(val, "yes") && strcmp(val, "no"))
+			return pb_error(path, "line %u: daemon: '%s' is not yes or no", line, val);
+		d.cfg.enabled = !strcmp(val, "yes");
+	} else if (!strcmp(key, "join_gap_kb")) {
+		if (config_number(path, line, key, val, 65536, &v))
+			return PB_FAIL;
+		d.cfg.gap = v << 10;
+	} else if (!strcmp(key, "exec_budget_mb")) {
+		if (config_number(path, line, key, val, 65536, &v))
+			return PB_FAIL;
+		d.cfg.budget = v << 20;
+	} else if (!strcmp(key, "memory_pressure_pct")) {
+		if (config_number(path, line, key, val, 100, &v))
+			return PB_FAIL;
+		d.cfg.pressure = (unsigned int)v;
+	} else if (!strcmp(key, "max_parallel")) {
+		if (config_number(path, line, key, val, 64, &v) || !v)
+			return v ? PB_FAIL : pb_error(path, "line %u: max_parallel: 0", line);
+		d.cfg.children = (unsigned int)v;
+	} else {
+		return pb_error(path, "line %u: unknown setting '%s'", line, key);
+	}
+	return 0;
+}
+
+/* KEY = VALUE lines, '#' comments.  A missing file is the defaults. */
+static int config_load(const char *path)
+{
+	char *buf = NULL, *key, *val, *eq;
+	unsigned int line = 0;
+	size_t cap = 0;
+	int ret = 0;
+	FILE *fp;
+
+	d.cfg = (struct config){ .gap = 256 << 10, .budget = 256 << 20, .pressure = 10,
+				 .children = 4 };
+	fp = fopen(path, "re");
+	if (!fp)
+		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");
+	while (!ret && getline(&buf, &cap, fp) > 0) {
+		line++;
+		buf[strcspn(buf, "#\n")] = '\0';
+		key = buf + strspn(buf, " \t");
+		if (!*key)
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			ret = pb_error(path, "line %u: not KEY = VALUE", line);
+			break;
+		}
+		val = eq + 1 + strspn(eq + 1, " \t");
+		val[strcspn(val, " \t")] = '\0';
+		while (eq > key && (eq[-1] == ' ' || eq[-1] == '\t'))
+			eq--;
+		*eq = '\0';
+		ret = config_line(path, line, key, val);
+	}
+	free(buf);
+	fclose(fp);
+	return ret;
+}
+
+/* ---- the local filesystems ----------------------------------------------- */
+
+/* Filesystems on a block device that no daemon or server answers for. */
+static bool local_type(const char *type)
+{
+	static const char *const types[] = {
+		"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "nilfs2",
+		"bcachefs", "vfat", "msdos", "exfat", "ntfs3", "hfsplus", "iso9660", "udf",
+		"squashfs", "erofs", NULL,
+	};
+
+	for (const char *const *t = types; *t; t++)
+		if (!strcmp(type, *t))
+			return true;
+	return false;
+}
+
+static bool is_local(dev_t dev)
+{
+	for (size_t i = 0; i < d.nr_local; i++)
+		if (d.local[i] == dev)
+			return true;
+	return false;
+}
+
+/* Mark each local filesystem of /proc/self/mountinfo once.  0 or PB_FAIL. */
+static int mark_local(int fan)
+{
+	char *buf = NULL, mnt[PATH_MAX], type[64], *sep;
+	unsigned int maj, min;
+	size_t cap = 0;
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+
+	if (!fp)
+		return pb_error_errno("/proc/self/mountinfo", "cannot read");
+	while (getline(&buf, &cap, fp) > 0) {
+		sep = strstr(buf, " - ");
+		if (!sep || sscanf(buf, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3 ||
+		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type) ||
+		    is_local(makedev(maj, min)) || d.nr_local == MAX_LOCAL_FS)
+			continue;
+		/* mountinfo escapes blanks as \040: such mounts are left out */
+		if (strchr(mnt, '\\'))
+			continue;
+		if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN_EXEC,
+				  AT_FDCWD, mnt)) {
+			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
+			continue;
+		}
+		d.local[d.nr_local++] = makedev(maj, min);
+		if (pb_verbose)
+			pb_note(mnt, "watching execs (%s, %u:%u)", type, maj, min);
+	}
+	free(buf);
+	fclose(fp);
+	return d.nr_local ? 0 : pb_error("/proc/self/mountinfo", "no local filesystem to watch");
+}
+
+/* ---- what the machine can spare ------------------------------------------ */
+
+/* "some avg10" of /proc/pressure/memory, in percent; 0 without PSI. */
+static unsigned int memory_pressure(void)
+{
+	char buf[128];
+	double avg = 0;
+	int fd = open("/proc/pressure/memory", O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return 0;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return 0;
+	buf[n] = '\0';
+	if (sscanf(buf, "some avg10=%lf", &avg) != 1)
+		return 0;
+	return (unsigned int)avg;
+}
+
+/* A number from a one-line file ("max": UINT64_MAX), or UINT64_MAX. */
+static uint64_t read_u64(const char *path)
+{
+	char buf[64];
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return UINT64_MAX;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return UINT64_MAX;
+	buf[n] = '\0';
+	return buf[0] >= '0' && buf[0] <= '9' ? strtoull(buf, NULL, 10) : UINT64_MAX;
+}
+
+/*
+ * Bytes one exec may read, as the kernel budgets its prefetch: half of
+ * what the machine has available, half of the room below memory.high of
+ * the program's cgroup (cgroup v2), and the configured bound.
+ */
+static uint64_t exec_budget(pid_t pid)
+{
+	char path[PATH_MAX], *buf = NULL;
+	uint64_t budget = d.cfg.budget, high, cur, avail = 0;
+	size_t cap = 0;
+	FILE *fp = fopen("/proc/meminfo", "re");
+
+	while (fp && getline(&buf, &cap, fp) > 0)
+		if (sscanf(buf, "MemAvailable: %" SCNu64 " kB", &avail) == 1)
+			break;
+	if (fp)
+		fclose(fp);
+	if (avail && avail << 9 < budget)
+		budget = avail << 9;
+	snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+	fp = fopen(path, "re");
+	while (fp && getline(&buf, &cap, fp) > 0) {
+		if (strncmp(buf, "0::/", 4))
+			continue;
+		buf[strcspn(buf, "\n")] = '\0';
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.high", buf + 3);
+		high = read_u64(path);
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s/memory.current", buf + 3);
+		cur = read_u64(path);
+		if (high != UINT64_MAX && cur != UINT64_MAX)
+			budget = cur >= high ? 0 : (high - cur) / 2 < budget ? (high - cur) / 2 : budget;
+	}
+	if (fp)
+		fclose(fp);
+	free(buf);
+	return budget;
+}
+
+/* ---- one exec, in a child ------------------------------------------------ */
+
+/* fsuid, fsgid and groups of @pid (as this process's namespace sees them). */
+static int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr)
+{
+	char path[64], *buf = NULL, *p, *end;
+	unsigned int u[4], g[4];
+	size_t cap = 0;
+	int found = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -1;
+	*nr = 0;
+	while (getline(&buf, &cap, fp) > 0) {
+		if (sscanf(buf, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
+			*uid = u[3];
+			found |= 1;
+		} else if (sscanf(buf, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &g[3]) == 4) {
+			*gid = g[3];
+			found |= 2;
+		} else if (!strncmp(buf, "Groups:", 7)) {
+			for (p = buf + 7; *nr < NGROUPS_MAX; p = end) {
+				unsigned long v = strtoul(p, &end, 10);
+
+				if (end == p)
+					break;
+				groups[(*nr)++] = (gid_t)v;
+			}
+			found |= 4;
+		}
+	}
+	free(buf);
+	fclose(fp);
+	return found == 7 ? 0 : -1;
+}
+
+/*
+ * The exec'd file's path as the task sees it, in @out: the path of @fd
+ * here, less the task's root (/proc/PID/root) when that is not "/".
+ */
+static int task_path(pid_t pid, int fd, char *out, size_t size)
+{
+	char link[64], here[PATH_MAX], root[PATH_MAX];
+	ssize_t n, r;
+	size_t len;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, here, sizeof(here) - 1);
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	r = readlink(link, root, sizeof(root) - 1);
+	if (n <= 0 || r <= 0)
+		return -1;
+	here[n] = root[r] = '\0';
+	len = (size_t)r;
+	if (!strcmp(root, "/"))
+		len = 0;
+	else if (strncmp(here, root, len) || here[len] != '/')
+		return -1;	/* exec'd through a descriptor from outside its root */
+	if (strlen(here + len) >= size)
+		return -1;
+	strcpy(out, here + len);
+	return 0;
+}
+
+/* Become the exec'ing task, as far as reading files goes. */
+static int enter_task(pid_t pid, int pidfd, char *exe, size_t size, int exe_fd)
+{
+	gid_t groups[NGROUPS_MAX];
+	char path[64];
+	uid_t uid = 0;
+	gid_t gid = 0;
+	int root, nr;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0 || task_creds(pid, &uid, &gid, groups, &nr) ||
+	    task_path(pid, exe_fd, exe, size))
+		return PB_NONE;
+	/* still the process of the event, not another one with its PID */
+	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
+		return PB_NONE;
+	if (fchdir(root) || chroot(".") || chdir("/") ||
+	    setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return PB_FAIL;
+	close(root);
+	return 0;
+}
+
+static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
+{
+	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
+	struct report r = { .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
+	char exe[PATH_MAX];
+	struct stat st;
+	int ret;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(CHILD_SECONDS);
+	setrlimit(RLIMIT_CPU, &cpu);
+	/* best effort, level 4: the class of the program whose start it serves */
+	syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, (2 << 13) | 4);
+	ret = fstat(exe_fd, &st) ? PB_FAIL : enter_task(pid, pidfd, exe, sizeof(exe), exe_fd);
+	r.gone = ret == PB_NONE;
+	if (!ret) {
+		pb_confine_local(d.local, d.nr_local);
+		ret = pb_prefetch_exec(exe, st.st_dev, st.st_ino, &r.p);
+		if (pb_verbose)
+			pb_note(exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64 " extents, %" PRIu64
+				" bytes", (int)pid, ret ? "not the file exec'd" :
+				r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents,
+				r.p.bytes);
+	}
+	r.result = ret;
+	if (write(report_fd, &r, sizeof(r)) != sizeof(r))
+		_exit(1);
+	_exit(0);
+}
+
+/* ---- the parent ---------------------------------------------------------- */
+
+static bool seen_recently(dev_t dev, ino_t ino, time_t now)
+{
+	for (unsigned int i = 0; i < RECENT_SLOTS; i++)
+		if (d.recent[i].dev == dev && d.recent[i].ino == ino && now - d.recent[i].when < 2)
+			return true;
+	d.recent[d.recent_next] = (struct recent){ dev, ino, now };
+	d.recent_next = (d.recent_next + 1) % RECENT_SLOTS;
+	return false;
+}
+
+/* The patched kernel prefetches itself when vm.pbitmap_enabled is 1. */
+static bool kernel_prefetches(void)
+{
+	char c;
+
+	return d.kernel_fd >= 0 && pread(d.kernel_fd, &c, 1, 0) == 1 && c != '0';
+}
+
+/* Whether to hand this exec to a child; counts why not. */
+static bool wanted(int fd, time_t now)
+{
+	char marker[64];
+	struct stat st;
+
+	d.n.execs++;
+	if (fgetxattr(fd, "user.pbitmap", marker, sizeof(marker)) < 0) {
+		d.n.unstamped++;
+		return false;
+	}
+	if (kernel_prefetches())
+		d.n.skip_kernel++;
+	else if (fstat(fd, &st) || seen_recently(st.st_dev, st.st_ino, now))
+		d.n.skip_recent++;
+	else if (d.children >= d.cfg.children)
+		d.n.skip_busy++;
+	else if (d.cfg.pressure < 100 && memory_pressure() > d.cfg.pressure)
+		d.n.skip_pressure++;
+	else
+		return true;
+	return false;
+}
+
+static int event_pidfd(const struct fanotify_event_metadata *m)
+{
+	const char *p = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
+
+	while (p + sizeof(struct fanotify_event_info_header) <= end) {
+		const struct fanotify_event_info_header *h = (const void *)p;
+
+		if (h->len < sizeof(*h) || p + h->len > end)
+			break;
+		if (h->info_type == FAN_EVENT_INFO_TYPE_PIDFD)
+			return ((const struct fanotify_event_info_pidfd *)p)->pidfd;
+		p += h->len;
+	}
+	return -1;
+}
+
+static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
+{
+	int pidfd = event_pidfd(m);
+	pid_t child;
+
+	if (m->fd >= 0 && (m->mask & FAN_OPEN_EXEC) && wanted(m->fd, now)) {
+		child = fork();
+		if (child == 0)
+			exec_child(m->fd, m->pid, pidfd, report_fd);
+		if (child > 0)
+			d.children++;
+		else
+			d.n.skip_failed++;
+	}
+	if (m->fd >= 0)
+		close(m->fd);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+static void read_events(int fan, int report_fd)
+{
+	char buf[8192] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
+	const struct fanotify_event_metadata *m;
+	time_t now = time(NULL);
+	ssize_t n = read(fan, buf, sizeof(buf));
+
+	for (m = (const void *)buf; n > 0 && FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n))
+		if (m->vers == FANOTIFY_METADATA_VERSION)
+			handle_event(m, report_fd, now);
+}
+
+static void add_report(const struct report *r)
+{
+	if (r->gone) {
+		d.n.skip_gone++;
+		return;
+	}
+	if (r->result) {
+		d.n.skip_mismatch += r->result == PB_NONE;
+		d.n.skip_failed += r->result != PB_NONE;
+		return;
+	}
+	d.n.prefetched++;
+	d.n.plans += r->p.plan;
+	d.n.files += r->p.files;
+	d.n.extents += r->p.extents;
+	d.n.bytes += r->p.bytes;
+	d.n.skip_mismatch += r->p.skip_mismatch;
+	d.n.skip_fs += r->p.skip_fs;
+	d.n.skip_denied += r->p.skip_denied;
+	d.n.skip_budget += r->p.skip_budget;
+}
+
+/* The counters, replaced whole: a reader never sees half of them. */
+static void write_status(void)
+{
+	char tmp[PATH_MAX];
+	FILE *fp;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", d.status_path);
+	fp = fopen(tmp, "we");
+	if (!fp)
+		return;
+	fprintf(fp, "pid %d\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
+		"\nplans %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
+		"\nskip_kernel %" PRIu64 "\nskip_recent %" PRIu64 "\nskip_busy %" PRIu64
+		"\nskip_pressure %" PRIu64 "\nskip_gone %" PRIu64 "\nskip_mismatch %" PRIu64
+		"\nskip_fs %" PRIu64 "\nskip_denied %" PRIu64 "\nskip_budget %" PRIu64
+		"\nskip_failed %" PRIu64 "\n", (int)getpid(), d.n.execs, d.n.unstamped,
+		d.n.prefetched, d.n.plans, d.n.files, d.n.extents, d.n.bytes, d.n.skip_kernel,
+		d.n.skip_recent, d.n.skip_busy, d.n.skip_pressure, d.n.skip_gone,
+		d.n.skip_mismatch, d.n.skip_fs, d.n.skip_denied, d.n.skip_budget, d.n.skip_failed);
+	if (fclose(fp) || rename(tmp, d.status_path))
+		unlink(tmp);
+}
+
+static void reap(int report_fd)
+{
+	struct report r;
+	int status;
+
+	while (waitpid(-1, &status, WNOHANG) > 0)
+		if (d.children)
+			d.children--;
+	while (read(report_fd, &r, sizeof(r)) == sizeof(r))
+		add_report(&r);
+}
+
+static int serve(int fan)
+{
+	int pipefd[2], sfd;
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) ||
+	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+	    pipe2(pipefd, O_CLOEXEC | O_NONBLOCK))
+		return pb_error_errno(NULL, "cannot set up signals");
+	write_status();
+	for (;;) {
+		struct pollfd pfd[3] = { { fan, POLLIN, 0 }, { sfd, POLLIN, 0 },
+					 { pipefd[0], POLLIN, 0 } };
+		struct signalfd_siginfo si;
+
+		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+			return pb_error_errno(NULL, "poll");
+		if (pfd[0].revents & POLLIN)
+			read_events(fan, pipefd[1]);
+		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				write_status();
+				return PB_EXIT_OK;
+			}
+			if (si.ssi_signo == SIGHUP)
+				mark_local(fan);	/* filesystems mounted since */
+		}
+		reap(pipefd[0]);
+		write_status();
+	}
+}
+
+static int start(void)
+{
+	char dir[PATH_MAX], *slash;
+	int fan;
+
+	snprintf(dir, sizeof(dir), "%s", d.status_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return pb_error_errno(dir, "cannot create");
+	}
+	fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_PIDFD,
+			    O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NOATIME);
+	if (fan < 0)
+		return pb_error_errno(NULL, errno == EINVAL ?
+				      "fanotify with pidfds needs Linux 5.15 or later" :
+				      "fanotify_init (pbitmapd must run as root)");
+	if (mark_local(fan))
+		return PB_EXIT_FAIL;
+	d.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
+	return serve(fan);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "status", required_argument, NULL, 's' },
+		{ "check-enabled", no_argument, NULL, 'E' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = DEFAULT_CONFIG;
+	bool check = false;
+	int c;
+
+	pb_progname = "pbitmapd";
+	d.status_path = DEFAULT_STATUS;
+	while ((c = pb_getopt(argc, argv, "c:s:", longopts)) != -1) {
+		if (c == 'c')
+			config = optarg;
+		else if (c == 's')
+			d.status_path = optarg;
+		else if (c == 'E')
+			check = true;
+		else if (c == 'V')
+			return printf("pbitmapd %s\n", PBITMAP_VERSION_STRING) < 0;
+		else
+			return pb_option_exit(c);
+	}
+	if (optind < argc)
+		return pb_usage_error("unexpected argument '%s'", argv[optind]);
+	if (config_load(config))
+		return PB_EXIT_FAIL;
+	if (check)
+		return d.cfg.enabled ? PB_EXIT_OK : PB_EXIT_FAIL;
+	if (!d.cfg.enabled) {
+		pb_note(config, "daemon = yes is not set: nothing to do");
+		return PB_EXIT_OK;
+	}
+	return start();
+}

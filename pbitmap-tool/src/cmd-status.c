@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmap status: what prefetches stamped programs on this machine, and
+ * what pbitmapd has done since it started (its status file, which it
+ * replaces whole after every event: no lock, never half a file).
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "pbitmap.h"
+#include "cli.h"
+
+#define DEFAULT_STATUS	"/run/pbitmapd/status"
+
+/* What each counter means, in the order pbitmapd writes them. */
+static const struct {
+	const char *key, *what;
+} counters[] = {
+	{ "execs", "execs seen on the watched filesystems" },
+	{ "unstamped", "of which unstamped (one attribute look-up each)" },
+	{ "prefetched", "stamped execs read ahead" },
+	{ "plans", "of which through the program's plan" },
+	{ "files", "files read ahead" },
+	{ "extents", "ranges requested" },
+	{ "bytes", "bytes requested" },
+	{ "skip_kernel", "left to the kernel (vm.pbitmap_enabled = 1)" },
+	{ "skip_recent", "skipped: the same file read ahead less than 2 s before" },
+	{ "skip_busy", "skipped: max_parallel execs already being handled" },
+	{ "skip_pressure", "skipped: memory pressure above memory_pressure_pct" },
+	{ "skip_gone", "skipped: the process was gone before it could be looked at" },
+	{ "skip_mismatch", "files skipped: the name leads to another file than planned" },
+	{ "skip_fs", "files skipped: not on a local filesystem" },
+	{ "skip_denied", "files skipped: the program's user may not read them" },
+	{ "skip_budget", "files skipped: the exec's budget was spent" },
+	{ "skip_failed", "execs that failed (fork, or the reader's limits)" },
+};
+
+/* The kernel's own prefetch: vm.pbitmap_enabled, on a patched kernel. */
+static void print_kernel(void)
+{
+	FILE *fp = fopen("/proc/sys/vm/pbitmap_enabled", "re");
+	int on = 0;
+
+	if (!fp) {
+		printf("kernel:   no pbitmap support (a stock kernel): pbitmapd prefetches\n");
+		return;
+	}
+	if (fscanf(fp, "%d", &on) != 1)
+		on = 0;
+	fclose(fp);
+	printf("kernel:   vm.pbitmap_enabled = %d (%s)\n", on,
+	       on ? "the kernel prefetches; pbitmapd stands aside" : "pbitmapd prefetches");
+}
+
+int pb_cmd_status(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "status", required_argument, NULL, 's' },
+		{ 0 }
+	};
+	const char *path = DEFAULT_STATUS;
+	char key[64];
+	unsigned long long val, pid = 0;
+	bool running;
+	FILE *fp;
+	int c;
+
+	while ((c = pb_getopt(argc, argv, "s:", opts)) != -1) {
+		if (c != 's')
+			return pb_option_exit(c);
+		path = optarg;
+	}
+	if (optind != argc)
+		return pb_usage_error("status: no FILE expected");
+	print_kernel();
+	fp = fopen(path, "re");
+	if (!fp) {
+		if (errno == ENOENT)
+			return pb_error(path, "pbitmapd has not run since boot (no status file)");
+		return pb_error_errno(path, "cannot read");
+	}
+	if (fscanf(fp, "pid %llu", &pid) != 1 || !pid) {
+		fclose(fp);
+		return pb_error(path, "not a pbitmapd status file");
+	}
+	running = kill((pid_t)pid, 0) == 0 || errno == EPERM;
+	printf("pbitmapd: %s (pid %llu)%s\n", running ? "running" : "not running", pid,
+	       running ? "" : "; its last counters:");
+	while (fscanf(fp, "%63s %llu", key, &val) == 2)
+		for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
+			if (!strcmp(key, counters[i].key))
+				printf("%14llu  %-14s %s\n", val, key, counters[i].what);
+	fclose(fp);
+	if (pb_flush_stdout())
+		return PB_EXIT_FAIL;
+	return running ? PB_EXIT_OK : PB_EXIT_FAIL;
+}
