@@ -156,17 +156,17 @@ VM_LSM_DIR    := $(BUILD)/vm-lsm-tests
 # The tests of what runs without the patch: a guest of their own, after the
 # LSM guest, booted from Debian's own kernel as it ships (issue 45).
 STOCK_DIR       := $(BUILD)/stock
-VM_STOCK_TESTS  := t-stock-run
+VM_STOCK_TESTS  := t-stock-run t-daemon
 VM_STOCK_DIR    := $(BUILD)/vm-stock-tests
 stock-kernel: deps
 	$(KP_DIR)/scripts/stock-kernel $(STOCK_DIR)
-vm-check: kernel image rpm deb stock-kernel
+vm-check: kernel image rpm deb stock-kernel $(BUILD)/pbitmapd
 	@rm -rf $(VM_TESTS) $(VM_LSM_DIR) $(VM_STOCK_DIR) && mkdir -p $(VM_TESTS) $(VM_LSM_DIR) $(VM_STOCK_DIR)
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_LSM_TESTS)) $(VM_LSM_DIR)/
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
-		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(VM_STOCK_DIR)/
+		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(BUILD)/pbitmapd $(VM_STOCK_DIR)/
 	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS) $(VM_STOCK_TESTS))
 	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
 	mkdir -p $(VM_TESTS)/modules

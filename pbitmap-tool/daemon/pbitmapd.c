@@ -594,12 +594,12 @@ static void write_status(void)
 	fp = fopen(tmp, "we");
 	if (!fp)
 		return;
-	fprintf(fp, "pid %d\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
+	fprintf(fp, "pid %d\npending %u\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
 		"\nplans %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
 		"\nskip_kernel %" PRIu64 "\nskip_recent %" PRIu64 "\nskip_busy %" PRIu64
 		"\nskip_pressure %" PRIu64 "\nskip_gone %" PRIu64 "\nskip_mismatch %" PRIu64
 		"\nskip_fs %" PRIu64 "\nskip_denied %" PRIu64 "\nskip_budget %" PRIu64
-		"\nskip_failed %" PRIu64 "\n", (int)getpid(), d.n.execs, d.n.unstamped,
+		"\nskip_failed %" PRIu64 "\n", (int)getpid(), d.children, d.n.execs, d.n.unstamped,
 		d.n.prefetched, d.n.plans, d.n.files, d.n.extents, d.n.bytes, d.n.skip_kernel,
 		d.n.skip_recent, d.n.skip_busy, d.n.skip_pressure, d.n.skip_gone,
 		d.n.skip_mismatch, d.n.skip_fs, d.n.skip_denied, d.n.skip_budget, d.n.skip_failed);
@@ -612,9 +612,12 @@ static void reap(int report_fd)
 	struct report r;
 	int status;
 
-	while (waitpid(-1, &status, WNOHANG) > 0)
+	while (waitpid(-1, &status, WNOHANG) > 0) {
 		if (d.children)
 			d.children--;
+		if (WIFSIGNALED(status))	/* its alarm or CPU limit */
+			d.n.skip_failed++;
+	}
 	while (read(report_fd, &r, sizeof(r)) == sizeof(r))
 		add_report(&r);
 }

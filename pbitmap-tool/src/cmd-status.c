@@ -20,6 +20,7 @@
 static const struct {
 	const char *key, *what;
 } counters[] = {
+	{ "pending", "stamped execs being read ahead now" },
 	{ "execs", "execs seen on the watched filesystems" },
 	{ "unstamped", "of which unstamped (one attribute look-up each)" },
 	{ "prefetched", "stamped execs read ahead" },

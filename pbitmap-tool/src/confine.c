@@ -167,12 +167,13 @@ static int walk_splice_link(int fd, char *buf, size_t size, const char *remainde
 /*
  * open(@path, @oflags) one component at a time from "/" (the caller's
  * root), following symbolic links (at most 40; not the last component
- * with O_NOFOLLOW) and "..".  Every directory crossed and the last
- * component must be on a local filesystem; the last must be a directory
- * or a regular file unless @oflags has O_PATH, so that no FIFO, device
- * or socket is ever opened for reading.
+ * with O_NOFOLLOW) and "..", unless @strict: then either is refused
+ * (ELOOP, EINVAL), as the kernel's plan walk refuses them.  Every
+ * directory crossed and the last component must be on a local
+ * filesystem; the last must be a directory or a regular file unless
+ * @oflags has O_PATH, so that no FIFO, device or socket is ever opened.
  */
-static int walk_open(const char *path, int oflags, mode_t mode)
+static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 {
 	char buf[2 * PATH_MAX], *comp, *next;
 	int dir, fd = -1, links = 0;
@@ -198,11 +199,15 @@ static int walk_open(const char *path, int oflags, mode_t mode)
 			*next++ = '\0';
 		if (!*comp)	/* the path names a directory: "/" or "a/" */
 			comp = ".";
+		if (strict && !strcmp(comp, "..")) {
+			errno = EINVAL;
+			goto fail;
+		}
 		fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
 		if (fd < 0 || walk_check(fd, &type, &dev, &ino))
 			goto fail;
 		if (S_ISLNK(type) && !(last && (oflags & O_NOFOLLOW))) {
-			if (++links > WALK_MAX_LINKS) {
+			if (strict || ++links > WALK_MAX_LINKS) {
 				errno = ELOOP;
 				goto fail;
 			}
@@ -270,7 +275,7 @@ int pb_path_open(const char *path, int oflags, mode_t mode)
 	const char *in;
 
 	if (local.devs)
-		return walk_open(path, oflags, mode);
+		return walk_open(path, oflags, mode, false);
 	if (root.fd < 0)
 		return open(path, oflags, mode);
 	in = inside_root(path);
@@ -279,6 +284,15 @@ int pb_path_open(const char *path, int oflags, mode_t mode)
 		return -1;
 	}
 	return openat2_in_root(root.fd, in, oflags, mode);
+}
+
+int pb_path_open_plan(const char *path)
+{
+	int oflags = O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC;
+
+	if (local.devs)
+		return walk_open(path, oflags, 0, true);
+	return pb_path_open(path, oflags | O_NOFOLLOW, 0);
 }
 
 int pb_path_lstat(const char *path, struct stat *st)

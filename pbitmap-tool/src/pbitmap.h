@@ -263,7 +263,7 @@ int pb_confine(const char *dir);
  * given to pb_path_*() one component at a time and refuse (EXDEV) any
  * that crosses or ends on a filesystem not among @devs (the local ones,
  * kept by the caller); refuse to open anything but a regular file or a
- * directory (EPERM) unless O_PATH.
+ * directory (ENXIO) unless O_PATH.
  */
 void pb_confine_local(const dev_t *devs, size_t nr);
 /*
@@ -272,6 +272,13 @@ void pb_confine_local(const dev_t *devs, size_t nr);
  * tool handles goes through these (errno set on failure).
  */
 int pb_path_open(const char *path, int oflags, mode_t mode);
+/*
+ * Open a path of a start-up plan for reading: as pb_path_open(), but once
+ * pb_confine_local() has run, no symbolic link and no ".." (the kernel's
+ * plan walk: plans hold canonical paths, so another spelling is not the
+ * file planned).
+ */
+int pb_path_open_plan(const char *path);
 int pb_path_lstat(const char *path, struct stat *st);
 ssize_t pb_path_readlink(const char *path, char *buf, size_t size);
 FILE *pb_path_fopen_read(const char *path);

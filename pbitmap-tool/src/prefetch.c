@@ -1065,12 +1065,11 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 	struct stat st;
 	int fd, gen;
 
-	fd = pb_path_open(v->names + le32toh(pf->name),
-			  O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0);
+	fd = pb_path_open_plan(v->names + le32toh(pf->name));
 	if (fd < 0) {
 		if (errno == EXDEV)
 			p->skip_fs++;
-		else if (errno == EACCES || errno == EPERM)
+		else if (errno == EACCES || errno == EPERM)	/* modes, ACLs, LSMs */
 			p->skip_denied++;
 		else
 			p->skip_mismatch++;

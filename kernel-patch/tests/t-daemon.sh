@@ -1,0 +1,241 @@
+#!/bin/bash
+# Guest test, on Debian's own 6.12 kernel (no pbitmap patch): pbitmapd, the
+# daemon that gives a stock kernel pbitmap's start-up prefetch (issue 45).
+# The daemon is started directly (the guest boots without systemd), from
+# the job directory (make vm-check copies build/pbitmapd beside the tests).
+#
+#   - per-file bitmaps: a stamped copy of cc1, its bitmap learned by
+#     `pbitmap record`, cold-starts with fewer major faults with the
+#     daemon running than without it (medians of 3, alternating; read
+#     requests printed); the daemon counts it as prefetched.
+#   - a plan: a program whose plan lists a data file it never reads; after
+#     its exec the file is in the page cache (fincore), the daemon counts a
+#     plan.
+#   - the exec'ing user's rights: the same plan naming a file only root may
+#     read: run by nobody, the file stays out of the page cache and the
+#     daemon counts skip_denied; run by root, it is read.
+#   - 50+ crafted plans (craft-plan.py, the kernel test's variants), each
+#     run by nobody: every exec prints what the original prints, the daemon
+#     is idle again within 10 s (no FIFO opened, no look-up that hangs),
+#     and its counters move as the case says: a refused plan is no plan
+#     (per-file bitmaps), a misleading path exactly one skipped file, a
+#     sound plan none.
+#   - a program in a container (its own mount namespace and root): its
+#     plan's path is resolved in that namespace, where a bind mount puts
+#     another file than the host has at that path; the container's file is
+#     read, the host's decoy is not.
+#   - unstamped execs: counted, never read ahead.
+#   - kill -9 while stamped programs start: every one runs, its bitmap
+#     verifies, the status file is whole; a restarted daemon works.
+#   - printed: the daemon's CPU time per exec, unstamped and stamped.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+W=/var/tmp/t-daemon
+PBITMAPD=$HERE/pbitmapd
+rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
+fail() { echo "FAIL: $*" >&2; [ -f "$W/daemon.log" ] && tail -n 20 "$W/daemon.log" >&2; exit 1; }
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
+	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
+[ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+printf 'daemon = yes\n' >conf
+
+DPID=
+start_daemon() {
+	rm -f status
+	"$PBITMAPD" -v -c "$W/conf" -s "$W/status" 2>>"$W/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do [ -s status ] && return 0; sleep 0.1; done
+	fail "pbitmapd wrote no status file in 10 s"
+}
+stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null; wait "$DPID" || true; DPID=; }; }
+trap 'stop_daemon; umount "$W/ctr/data" 2>/dev/null || true' EXIT
+counter() { awk -v k="$1" '$1 == k { print $2 }' "$W/status"; }
+# idle: no exec being read ahead, and at least $1 execs seen in all
+idle() {
+	for _ in $(seq 100); do
+		[ "$(counter pending)" = 0 ] && [ "$(counter execs)" -ge "$1" ] && return 0
+		sleep 0.1
+	done
+	fail "pbitmapd not idle after 10 s (pending $(counter pending), execs $(counter execs) of $1)"
+}
+cached() { fincore -nb -o RES "$1" | tr -d ' '; }
+# evict FILE...: written back first (DONTNEED leaves dirty pages), then out
+evict() {
+	python3 -c 'import os, sys
+for f in sys.argv[1:]:
+    fd = os.open(f, os.O_RDONLY); os.fdatasync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$@"
+	for f in "$@"; do [ "$(cached "$f")" = 0 ] || fail "cannot evict $f: $(cached "$f") bytes stay"; done
+}
+
+# ---- per-file bitmaps: cc1 -----------------------------------------------
+cp "$(gcc -print-prog-name=cc1)" cc1
+pbitmap add -q cc1 || fail "cannot stamp cc1"
+printf 'int square(int x) { return x * x; }\n' >x.c
+pbitmap record -- ./cc1 -quiet -O2 x.c -o learned.s || fail "pbitmap record of cc1"
+cold() {	# daemon|plain N
+	local r0 r1
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	read -r r0 _ </sys/block/vda/stat
+	/usr/bin/time -f %F -o "maj.$1.$2" ./cc1 -quiet -O2 x.c -o "out.$1.$2.s"
+	read -r r1 _ </sys/block/vda/stat
+	cmp -s "out.$1.$2.s" learned.s || fail "$1 run $2: output differs"
+	echo "$(tail -n 1 "maj.$1.$2") $((r1 - r0))" >>"res.$1"
+}
+for i in 1 2 3; do
+	cold plain "$i"
+	start_daemon
+	e0=$(counter execs)
+	cold daemon "$i"
+	idle $((e0 + 2))	# time, cc1
+	p=$(counter prefetched)
+	stop_daemon
+	[ "$p" -ge 1 ] || fail "cc1 run $i: the daemon prefetched nothing ($(tr '\n' ' ' <status))"
+done
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+for c in plain daemon; do
+	eval "maj_$c=\$(cut -d' ' -f1 res.$c | median)"
+	eval "req_$c=\$(cut -d' ' -f2 res.$c | median)"
+done
+echo "stock $(uname -r), cc1 cold start, medians of 3: major faults $maj_plain -> $maj_daemon," \
+	"read requests $req_plain -> $req_daemon (without -> with pbitmapd)"
+[ "$maj_daemon" -lt "$maj_plain" ] || fail "pbitmapd did not cut cc1's major faults ($maj_plain -> $maj_daemon)"
+
+# ---- a plan ---------------------------------------------------------------
+for n in a b; do
+	printf 'const char pad_%s[512 << 10] = { 1 };\nint f_%s(void) { return pad_%s[0]; }\n' "$n" "$n" "$n" >"$n.c"
+	gcc -O1 -shared -fPIC -o "lib$n.so" "$n.c" || fail "cannot build lib$n.so"
+done
+printf '#include <stdio.h>\nint f_a(void); int f_b(void);\nint main(void) { printf("plan ok %%d\\n", f_a() + f_b()); return 0; }\n' >p.c
+gcc -O1 -o prog p.c -L"$W" -la -lb -Wl,-rpath,"$W" || fail "cannot build prog"
+want=$(./prog)
+pbitmap add -q liba.so libb.so || fail "cannot stamp the libraries"
+pbitmap set --pages 0-3 liba.so libb.so
+head -c $((1 << 20)) /dev/urandom >data
+cp prog prog-secret
+pbitmap add -q --plan-size 16K prog prog-secret || fail "cannot stamp prog with a plan area"
+pbitmap plan prog "$W/liba.so" "$W/libb.so" "$W/data" || fail "pbitmap plan"
+install -m 0600 data secret
+pbitmap plan prog-secret "$W/liba.so" "$W/secret" || fail "pbitmap plan (secret)"
+chmod 755 prog prog-secret
+
+start_daemon
+evict data liba.so libb.so
+e0=$(counter execs) p0=$(counter plans)
+[ "$(./prog)" = "$want" ] || fail "prog printed something else under the daemon"
+idle $((e0 + 1))
+[ "$(counter plans)" = $((p0 + 1)) ] || fail "the daemon did not follow prog's plan ($(tr '\n' ' ' <status))"
+[ "$(cached data)" = $((1 << 20)) ] || fail "the plan's data file: $(cached data) of $((1 << 20)) bytes cached"
+echo "plan: prog's plan followed; the data file it lists (never read by prog) fully cached after its exec"
+
+# ---- the user's rights ----------------------------------------------------
+evict secret
+e0=$(counter execs) d0=$(counter skip_denied)
+[ "$("${NOBODY[@]}" ./prog-secret)" = "$want" ] || fail "prog-secret, as nobody"
+idle $((e0 + 2))	# setpriv, prog-secret
+[ "$(cached secret)" = 0 ] || fail "a file only root may read was read ahead for nobody: $(cached secret) bytes"
+[ "$(counter skip_denied)" = $((d0 + 1)) ] || fail "skip_denied $(counter skip_denied), was $d0"
+sleep 2	# the same file is read ahead at most once in 2 s
+e0=$(counter execs)
+./prog-secret >/dev/null
+idle $((e0 + 1))
+[ "$(cached secret)" = $((1 << 20)) ] || fail "run by root, the plan's file was not read: $(cached secret) bytes"
+echo "rights: the plan's root-only file not read for nobody (skip_denied +1), read for root"
+
+# ---- crafted plans ----------------------------------------------------------
+mkfifo f
+mknod zero c 1 5
+ln -s liba.so link.so
+mkdir d
+mkdir -m 700 hidden
+cp liba.so hidden/x.so
+mkdir tmpfs
+mount -t tmpfs -o size=4m,mode=755 t-daemon tmpfs || fail "cannot mount a tmpfs"
+trap 'stop_daemon; umount "$W/tmpfs" "$W/ctr/data" 2>/dev/null || true' EXIT
+cp liba.so tmpfs/x.so
+python3 "$HERE/craft-plan.py" prog out "$W/f" "$W/d" "$W/hidden/x.so" "$W/tmpfs/x.so" \
+	"$W/zero" "$W/link.so" >list || fail "craft-plan.py failed"
+chmod 755 out
+skips() { echo $(($(counter skip_mismatch) + $(counter skip_fs) + $(counter skip_denied))); }
+cases=0
+while read -r name expect; do
+	e0=$(counter execs) p0=$(counter plans) f0=$(counter prefetched) s0=$(skips)
+	got=$(timeout 60 "${NOBODY[@]}" "./out/$name") || fail "$name: exit status $?"
+	[ "$got" = "$want" ] || fail "$name: printed '$got', expected '$want'"
+	idle $((e0 + 3))	# timeout, setpriv, the variant
+	plans=$(($(counter plans) - p0)) done=$(($(counter prefetched) - f0)) sk=$(($(skips) - s0))
+	case $expect in
+	reject_*) [ "$plans" = 0 ] && [ "$done" = 1 ] ||
+		fail "$name ($expect): want per-file bitmaps: plans +$plans, prefetched +$done" ;;
+	skip_*) [ "$plans" = 1 ] && [ "$sk" = 1 ] ||
+		fail "$name ($expect): want one file skipped: plans +$plans, skips +$sk" ;;
+	ok) [ "$plans" = 1 ] && [ "$sk" = 0 ] ||
+		fail "$name: want a sound plan: plans +$plans, skips +$sk" ;;
+	*) fail "$name: unknown expectation $expect" ;;
+	esac
+	cases=$((cases + 1))
+done <list
+((cases >= 50)) || fail "only $cases crafted plans"
+echo "crafted: $cases plans, each refused, skipped or followed as its case says; every exec ran"
+
+# ---- a container ------------------------------------------------------------
+mkdir -p ctr/bin ctr/data ctr/alt /data
+# it lives a second: a program gone before the daemon looks is not read for
+printf '#include <unistd.h>\nint main(void) { sleep(1); return 0; }\n' >s.c
+gcc -O1 -static -o ctr/bin/s s.c || fail "cannot build a static program"
+cp "$(command -v pbitmap)" ctr/bin/pbitmap
+head -c $((1 << 20)) /dev/urandom >ctr/alt/D
+head -c $((1 << 20)) /dev/urandom >/data/D	# the host's file at that path: a decoy
+pbitmap add -q --plan-size 8K ctr/bin/s || fail "cannot stamp the container's program"
+# the plan written inside the namespace, where /data is ctr/alt
+unshare -m sh -c "mount --bind '$W/ctr/alt' '$W/ctr/data' && chroot '$W/ctr' /bin/pbitmap plan /bin/s /data/D" ||
+	fail "cannot write the container's plan"
+evict ctr/alt/D /data/D
+e0=$(counter execs) p0=$(counter plans) m0=$(counter skip_mismatch)
+unshare -m sh -c "mount --bind '$W/ctr/alt' '$W/ctr/data' && chroot '$W/ctr' /bin/s" ||
+	fail "the container's program failed"
+idle $((e0 + 5))	# unshare, sh, mount, chroot, s
+[ "$(counter plans)" = $((p0 + 1)) ] && [ "$(counter skip_mismatch)" = "$m0" ] ||
+	fail "the container's plan: plans +$(($(counter plans) - p0)), mismatches +$(($(counter skip_mismatch) - m0))"
+[ "$(cached ctr/alt/D)" = $((1 << 20)) ] || fail "the container's file: $(cached ctr/alt/D) bytes cached"
+[ "$(cached /data/D)" = 0 ] || fail "the host's decoy at the plan's path was read: $(cached /data/D) bytes"
+rm -f /data/D
+echo "container: its plan resolved in its own root and mount namespace; the host's decoy not read"
+
+# ---- unstamped execs, and the cost of each ----------------------------------
+for i in $(seq 20); do cp --preserve=xattr prog "prog.$i"; done	# 20 files: none "recent"
+cpu() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$DPID/stat"; }	# ticks, reaped children included
+e0=$(counter execs) u0=$(counter unstamped) f0=$(counter prefetched) c0=$(cpu)
+for _ in $(seq 200); do /bin/true; done
+idle $((e0 + 200))
+c1=$(cpu)
+[ $(($(counter unstamped) - u0)) -ge 200 ] && [ "$(counter prefetched)" = "$f0" ] ||
+	fail "200 unstamped execs: unstamped +$(($(counter unstamped) - u0)), prefetched +$(($(counter prefetched) - f0))"
+e0=$(counter execs) f0=$(counter prefetched)
+for i in $(seq 20); do "./prog.$i" >/dev/null; done
+idle $((e0 + 20))
+c2=$(cpu)
+hz=$(getconf CLK_TCK)
+echo "cost: $(((c1 - c0) * 1000000 / hz / 200)) us of daemon CPU per unstamped exec," \
+	"$(((c2 - c1) * 1000 / hz / 20)) ms per stamped exec ($(($(counter prefetched) - f0)) of 20 read ahead; TCG)"
+[ $(($(counter prefetched) - f0)) -ge 18 ] || fail "only $(($(counter prefetched) - f0)) of 20 stamped execs read ahead"
+
+# ---- kill -9 ----------------------------------------------------------------
+for _ in $(seq 30); do ./prog >/dev/null || fail "prog failed while the daemon was killed"; done &
+runner=$!
+sleep 0.5
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null || true
+DPID=
+wait "$runner" || fail "a stamped program failed when the daemon was killed with -9"
+pbitmap verify -q prog liba.so libb.so || fail "a bitmap does not verify after kill -9"
+[ "$(wc -l <status)" = 19 ] || fail "the status file is not whole after kill -9: $(cat status)"
+start_daemon
+e0=$(counter execs)
+./prog >/dev/null
+idle $((e0 + 1))
+[ "$(counter prefetched)" = 1 ] || fail "the restarted daemon did not read prog ahead"
+echo "kill -9: every program ran, bitmaps verify, status whole; restarted, it works"
+echo "PASS: pbitmapd on $(uname -r)"
