@@ -213,10 +213,19 @@ fuzz: $(FUZZ_TARGETS)
 			$(BUILD)/fuzz/corpus-$$t $(TOOL_DIR)/fuzz/seeds || exit 1; \
 	done
 
-install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run
+# UNITDIR: where systemd looks for pbitmapd.service (Debian 12's packages:
+# /lib/systemd/system; rpm: %{_unitdir}).  The unit is installed, never
+# enabled: pbitmapd(8).
+UNITDIR ?= $(PREFIX)/lib/systemd/system
+install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmapd
 	install -D -m 0755 $(BUILD)/pbitmap $(DESTDIR)$(PREFIX)/bin/pbitmap
 	install -D -m 0755 $(BUILD)/pbitmap-run $(DESTDIR)$(PREFIX)/bin/pbitmap-run
+	install -D -m 0755 $(BUILD)/pbitmapd $(DESTDIR)$(PREFIX)/sbin/pbitmapd
 	install -D -m 0644 $(TOOL_DIR)/pbitmap.1 $(DESTDIR)$(PREFIX)/share/man/man1/pbitmap.1
+	install -D -m 0644 $(TOOL_DIR)/daemon/pbitmapd.8 $(DESTDIR)$(PREFIX)/share/man/man8/pbitmapd.8
+	@mkdir -p $(DESTDIR)$(UNITDIR)
+	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' $(TOOL_DIR)/daemon/pbitmapd.service \
+		>$(DESTDIR)$(UNITDIR)/pbitmapd.service
 
 clean:
 	rm -rf $(BUILD)

@@ -15,7 +15,7 @@ DEB_TOP   := $(abspath $(BUILD)/deb)
 DEB_FILE  := $(DEB_TOP)/pbitmap_$(VERSION)_$(DEB_ARCH).deb
 DEB_STAGE := $(DEB_TOP)/stage
 DEB_INPUTS := $(wildcard deb-scripts/*) rpm-scripts/pbitmap.conf $(TOOL_DIR)/pbitmap.1 \
-	      $(BUILD)/pbitmap $(BUILD)/pbitmap-run
+	      $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmapd $(wildcard $(TOOL_DIR)/daemon/*)
 
 .PHONY: deb deb-check
 
@@ -23,8 +23,8 @@ deb: $(DEB_FILE)
 
 $(DEB_FILE): $(DEB_INPUTS)
 	rm -rf $(DEB_STAGE)
-	$(MAKE) install PREFIX=/usr DESTDIR=$(DEB_STAGE)
-	gzip -9n $(DEB_STAGE)/usr/share/man/man1/pbitmap.1
+	$(MAKE) install PREFIX=/usr UNITDIR=/lib/systemd/system DESTDIR=$(DEB_STAGE)
+	gzip -9n $(DEB_STAGE)/usr/share/man/man1/pbitmap.1 $(DEB_STAGE)/usr/share/man/man8/pbitmapd.8
 	install -D -m 0644 rpm-scripts/pbitmap.conf $(DEB_STAGE)/etc/pbitmap.conf
 	install -D -m 0644 deb-scripts/apt.conf $(DEB_STAGE)/etc/apt/apt.conf.d/80pbitmap
 	install -D -m 0755 deb-scripts/apt-pre-install $(DEB_STAGE)/usr/lib/pbitmap/apt-pre-install

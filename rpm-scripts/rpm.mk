@@ -12,7 +12,7 @@ CHECKS += rpm-check
 RPM_TOP    := $(abspath $(BUILD)/rpm)
 RPM_FILES  := Makefile README.md docs $(TOOL_DIR) rpm-scripts
 RPM_INPUTS := Makefile README.md $(wildcard docs/* rpm-scripts/*) $(SRCS) $(HDRS) \
-	      $(TOOL_DIR)/VERSION $(TOOL_DIR)/pbitmap.1
+	      $(TOOL_DIR)/VERSION $(TOOL_DIR)/pbitmap.1 $(wildcard $(TOOL_DIR)/daemon/*)
 
 .PHONY: rpm rpm-check
 

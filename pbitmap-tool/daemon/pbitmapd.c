@@ -45,6 +45,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/fanotify.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -77,11 +78,11 @@ struct fanotify_event_info_pidfd {
 #define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
 
 struct config {
-	bool enabled;		/* daemon = yes */
-	uint64_t gap;		/* join_gap_kb */
-	uint64_t budget;	/* exec_budget_mb: bytes one exec may read at most */
-	unsigned int pressure;	/* memory_pressure_pct: PSI "some avg10" above which to skip */
-	unsigned int children;	/* max_parallel */
+	bool enabled;		/* PBITMAP_DAEMON=yes */
+	uint64_t gap;		/* PBITMAP_DAEMON_JOIN_GAP_KB, in bytes */
+	uint64_t budget;	/* PBITMAP_DAEMON_BUDGET_MB: bytes one exec may read at most */
+	unsigned int pressure;	/* PBITMAP_DAEMON_PRESSURE_PCT: PSI "some avg10" above which to skip */
+	unsigned int children;	/* PBITMAP_DAEMON_MAX_PARALLEL */
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -146,42 +147,62 @@ static int config_number(const char *path, unsigned int line, const char *key,
 	return 0;
 }
 
-static int config_line(const char *path, unsigned int line, char *key, char *val)
+static bool config_bool(const char *val, bool *out)
+{
+	static const char *const yes[] = { "yes", "true", "on", "1", NULL };
+	static const char *const no[] = { "no", "false", "off", "0", NULL };
+
+	for (int i = 0; yes[i]; i++) {
+		if (!strcasecmp(val, yes[i]) || !strcasecmp(val, no[i])) {
+			*out = !strcasecmp(val, yes[i]);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The daemon's settings; the trigger's (PBITMAP_RESTAMP ...) are not ours. */
+static int config_line(const char *path, unsigned int line, const char *key, const char *val)
 {
 	uint64_t v;
 
-	if (!strcmp(key, "daemon")) {
-		if (strcmp(val, "yes") && strcmp(val, "no"))
-			return pb_error(path, "line %u: daemon: '%s' is not yes or no", line, val);
-		d.cfg.enabled = !strcmp(val, "yes");
-	} else if (!strcmp(key, "join_gap_kb")) {
+	if (!strcmp(key, "PBITMAP_DAEMON")) {
+		if (!config_bool(val, &d.cfg.enabled))
+			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
+	} else if (!strcmp(key, "PBITMAP_DAEMON_JOIN_GAP_KB")) {
 		if (config_number(path, line, key, val, 65536, &v))
 			return PB_FAIL;
 		d.cfg.gap = v << 10;
-	} else if (!strcmp(key, "exec_budget_mb")) {
+	} else if (!strcmp(key, "PBITMAP_DAEMON_BUDGET_MB")) {
 		if (config_number(path, line, key, val, 65536, &v))
 			return PB_FAIL;
 		d.cfg.budget = v << 20;
-	} else if (!strcmp(key, "memory_pressure_pct")) {
+	} else if (!strcmp(key, "PBITMAP_DAEMON_PRESSURE_PCT")) {
 		if (config_number(path, line, key, val, 100, &v))
 			return PB_FAIL;
 		d.cfg.pressure = (unsigned int)v;
-	} else if (!strcmp(key, "max_parallel")) {
-		if (config_number(path, line, key, val, 64, &v) || !v)
-			return v ? PB_FAIL : pb_error(path, "line %u: max_parallel: 0", line);
+	} else if (!strcmp(key, "PBITMAP_DAEMON_MAX_PARALLEL")) {
+		if (config_number(path, line, key, val, 64, &v))
+			return PB_FAIL;
+		if (!v)
+			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		d.cfg.children = (unsigned int)v;
-	} else {
-		return pb_error(path, "line %u: unknown setting '%s'", line, key);
+	} else if (!strncmp(key, "PBITMAP_DAEMON", 14)) {
+		return pb_error(path, "line %u: unknown setting %s", line, key);
 	}
 	return 0;
 }
 
-/* KEY = VALUE lines, '#' comments.  A missing file is the defaults. */
+/*
+ * /etc/pbitmap.conf, the file the package triggers read: NAME=VALUE lines,
+ * '#' comments, a value optionally quoted (the triggers' shell reading of
+ * it, done the same way).  A missing file is the defaults.
+ */
 static int config_load(const char *path)
 {
 	char *buf = NULL, *key, *val, *eq;
 	unsigned int line = 0;
-	size_t cap = 0;
+	size_t cap = 0, n;
 	int ret = 0;
 	FILE *fp;
 
@@ -192,17 +213,21 @@ static int config_load(const char *path)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");
 	while (!ret && getline(&buf, &cap, fp) > 0) {
 		line++;
-		buf[strcspn(buf, "#\n")] = '\0';
 		key = buf + strspn(buf, " \t");
-		if (!*key)
+		if (*key == '#' || *key == '\n' || !*key)
 			continue;
 		eq = strchr(key, '=');
 		if (!eq) {
-			ret = pb_error(path, "line %u: not KEY = VALUE", line);
+			ret = pb_error(path, "line %u: not NAME=VALUE", line);
 			break;
 		}
 		val = eq + 1 + strspn(eq + 1, " \t");
-		val[strcspn(val, " \t")] = '\0';
+		val[strcspn(val, " \t#\n")] = '\0';
+		n = strlen(val);
+		if (n >= 2 && (val[0] == '"' || val[0] == '\'') && val[n - 1] == val[0]) {
+			val[n - 1] = '\0';
+			val++;
+		}
 		while (eq > key && (eq[-1] == ' ' || eq[-1] == '\t'))
 			eq--;
 		*eq = '\0';
@@ -444,8 +469,8 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 {
 	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
 	struct report r = { .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
-	char exe[PATH_MAX];
-	struct stat st;
+	char exe[PATH_MAX], self[64];
+	struct pb_file f;
 	int ret;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
@@ -453,11 +478,16 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	setrlimit(RLIMIT_CPU, &cpu);
 	/* best effort, level 4: the class of the program whose start it serves */
 	syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, (2 << 13) | 4);
-	ret = fstat(exe_fd, &st) ? PB_FAIL : enter_task(pid, pidfd, exe, sizeof(exe), exe_fd);
-	r.gone = ret == PB_NONE;
+	/* the program's own pages first: they are needed first */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", exe_fd);
+	ret = pb_exec_begin(&f, self, &r.p);
+	if (!ret) {
+		ret = enter_task(pid, pidfd, exe, sizeof(exe), exe_fd);
+		r.gone = ret == PB_NONE;
+	}
 	if (!ret) {
 		pb_confine_local(d.local, d.nr_local);
-		ret = pb_prefetch_exec(exe, st.st_dev, st.st_ino, &r.p);
+		ret = pb_exec_rest(&f, exe, &r.p);
 		if (pb_verbose)
 			pb_note(exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64 " extents, %" PRIu64
 				" bytes", (int)pid, ret ? "not the file exec'd" :
@@ -607,9 +637,11 @@ static void write_status(void)
 		unlink(tmp);
 }
 
-static void reap(int report_fd)
+/* Reap children and read their reports: whether there were any. */
+static bool reap(int report_fd)
 {
 	struct report r;
+	bool any = false;
 	int status;
 
 	while (waitpid(-1, &status, WNOHANG) > 0) {
@@ -618,8 +650,19 @@ static void reap(int report_fd)
 		if (WIFSIGNALED(status))	/* its alarm or CPU limit */
 			d.n.skip_failed++;
 	}
-	while (read(report_fd, &r, sizeof(r)) == sizeof(r))
+	while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
 		add_report(&r);
+		any = true;
+	}
+	return any;
+}
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 static int serve(int fan)
@@ -637,12 +680,19 @@ static int serve(int fan)
 	    pipe2(pipefd, O_CLOEXEC | O_NONBLOCK))
 		return pb_error_errno(NULL, "cannot set up signals");
 	write_status();
-	for (;;) {
+	/*
+	 * The status file is rewritten when an exec's read-ahead starts or
+	 * ends, and otherwise (unstamped execs) at most once a second: an
+	 * unstamped exec costs the daemon one read of its event and one
+	 * attribute look-up, not a file written.
+	 */
+	for (uint64_t written = now_ms(), seen = d.n.execs;;) {
 		struct pollfd pfd[3] = { { fan, POLLIN, 0 }, { sfd, POLLIN, 0 },
 					 { pipefd[0], POLLIN, 0 } };
+		unsigned int children = d.children;
 		struct signalfd_siginfo si;
 
-		if (poll(pfd, 3, -1) < 0 && errno != EINTR)
+		if (poll(pfd, 3, seen != d.n.execs ? 1000 : -1) < 0 && errno != EINTR)
 			return pb_error_errno(NULL, "poll");
 		if (pfd[0].revents & POLLIN)
 			read_events(fan, pipefd[1]);
@@ -654,8 +704,12 @@ static int serve(int fan)
 			if (si.ssi_signo == SIGHUP)
 				mark_local(fan);	/* filesystems mounted since */
 		}
-		reap(pipefd[0]);
-		write_status();
+		if (reap(pipefd[0]) || children != d.children ||
+		    (seen != d.n.execs && now_ms() - written >= 1000)) {
+			write_status();
+			written = now_ms();
+			seen = d.n.execs;
+		}
 	}
 }
 
@@ -713,11 +767,11 @@ int main(int argc, char **argv)
 	if (optind < argc)
 		return pb_usage_error("unexpected argument '%s'", argv[optind]);
 	if (config_load(config))
-		return PB_EXIT_FAIL;
+		return check ? 255 : PB_EXIT_FAIL;	/* ExecCondition: 255 fails the unit */
 	if (check)
 		return d.cfg.enabled ? PB_EXIT_OK : PB_EXIT_FAIL;
 	if (!d.cfg.enabled) {
-		pb_note(config, "daemon = yes is not set: nothing to do");
+		pb_note(config, "PBITMAP_DAEMON=yes is not set: nothing to do");
 		return PB_EXIT_OK;
 	}
 	return start();

@@ -638,12 +638,16 @@ struct pb_exec_prefetch {
 	uint64_t skip_budget;	/* files left out: the budget was spent */
 };
 /*
- * Read ahead for an exec of @exe (its path in this root; @ino on @dev is
- * the file exec'd): its plan when it has one, else its own marked pages
- * and those of the objects ld.so will map for it (ignoring the
- * environment, which the daemon does not know).  Returns 0, or PB_NONE
- * when @exe no longer leads to that file.
+ * Read ahead for an exec, in two steps.  pb_exec_begin(): open the file
+ * exec'd (@name: its /proc/self/fd link, so no look-up) into @f and read
+ * its own marked pages, before anything else, as the kernel does at exec.
+ * Returns 0, or PB_NONE if it cannot be opened.  pb_exec_rest(), in the
+ * task's root with its credentials (@exe: its path there): the plan of @f
+ * when it has one, else the objects ld.so will map for it, ignoring the
+ * environment (the daemon's, not the program's).  Returns 0, or PB_NONE
+ * when @exe no longer leads to @f.  The caller closes @f.
  */
-int pb_prefetch_exec(const char *exe, dev_t dev, ino_t ino, struct pb_exec_prefetch *p);
+int pb_exec_begin(struct pb_file *f, const char *name, struct pb_exec_prefetch *p);
+int pb_exec_rest(const struct pb_file *f, const char *exe, struct pb_exec_prefetch *p);
 
 #endif /* PBITMAP_H */

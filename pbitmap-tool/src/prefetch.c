@@ -171,6 +171,7 @@ struct loadset {
 	unsigned char *cache;	/* /etc/ld.so.cache, NULL if absent or unusable */
 	size_t cache_size, cache_base;	/* the "glibc-ld.so.cache1.1" header's offset */
 	uint64_t gap;		/* PB_WILLNEED_GAP, or pbitmapd's */
+	bool exe_done;		/* the executable was read ahead already */
 	uint64_t budget;	/* bytes; 0: no limit */
 	uint64_t files, extents, bytes, over_budget;
 };
@@ -566,7 +567,8 @@ static ssize_t add_object(struct loadset *ls, const char *path, int fd, Elf *elf
 		pb_error_errno(path, "malloc");
 		return OBJ_FAIL;
 	}
-	prefetch_object(ls, path, PB_OPEN_ELF_ONLY);
+	if (idx || !ls->exe_done)
+		prefetch_object(ls, path, PB_OPEN_ELF_ONLY);
 	if (read_segments(elf, &ls->objs[idx], idx == 0))
 		return OBJ_FAIL;
 	return idx;
@@ -1025,11 +1027,9 @@ static bool is_secure(const char *path)
 }
 
 /* The executable, its interpreter, then the DT_NEEDED closure breadth-first. */
-static void prefetch_closure(struct loadset *ls, const char *exe)
+/* What ld.so loads for the executable, ls->objs[0]. */
+static void prefetch_needed(struct loadset *ls, const char *exe)
 {
-	ls->secure = ls->secure || is_secure(exe);	/* pbitmapd sets it */
-	if (load_object(ls, exe, 0, NULL) != 0)
-		return;
 	if (ls->objs[0].interp) {
 		char *interp = strdup(ls->objs[0].interp);
 
@@ -1049,6 +1049,13 @@ static void prefetch_closure(struct loadset *ls, const char *exe)
 				resolve_needed(ls, name, i);
 			free(name);
 		}
+}
+
+static void prefetch_closure(struct loadset *ls, const char *exe)
+{
+	ls->secure = is_secure(exe);
+	if (load_object(ls, exe, 0, NULL) == 0)
+		prefetch_needed(ls, exe);
 }
 
 /* ---- pbitmapd: an exec's prefetch ---------------------------------------- */
@@ -1129,44 +1136,48 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 	}
 }
 
-int pb_prefetch_exec(const char *exe, dev_t dev, ino_t ino, struct pb_exec_prefetch *p)
+int pb_exec_begin(struct pb_file *f, const char *name, struct pb_exec_prefetch *p)
 {
-	struct loadset ls = { .gap = p->gap, .budget = p->budget, .secure = true };
-	struct pb_plan_view v;
-	unsigned char *area;
-	struct pb_file f;
-	size_t size;
-	int ret;
+	uint64_t extents, bytes;
 
 	elf_version(EV_CURRENT);
-	ret = pb_open(&f, exe, PB_OPEN_FOLLOW | PB_OPEN_PROBE);
-	if (ret)
+	if (pb_open(f, name, PB_OPEN_FOLLOW | PB_OPEN_PROBE))
 		return PB_NONE;
-	if (f.st.st_dev != dev || f.st.st_ino != ino) {
-		pb_close(&f);
-		return PB_NONE;		/* replaced since the exec, or another root */
+	if (f->has_record && !pb_prefetch_file(f, p->gap, &extents, &bytes)) {
+		p->files++;
+		p->extents += extents;
+		p->bytes += bytes;
 	}
-	area = f.has_record ? pb_plan_area(&f.rec, &size) : NULL;
+	return 0;
+}
+
+int pb_exec_rest(const struct pb_file *f, const char *exe, struct pb_exec_prefetch *p)
+{
+	struct loadset ls = { .gap = p->gap, .budget = p->budget, .secure = true,
+			      .exe_done = true, .bytes = p->bytes };
+	unsigned char *area;
+	struct pb_plan_view v;
+	size_t size = 0;
+	int ret = 0;
+
+	area = f->has_record ? pb_plan_area(&f->rec, &size) : NULL;
 	p->plan = area && !pb_plan_check(area, size) && pb_plan_read(area, size, &v);
 	if (p->plan) {
-		/* the executable's own pages, as the kernel reads them at exec */
-		if (!pb_prefetch_file(&f, p->gap, &ls.extents, &ls.bytes))
-			ls.files++;
-		p->files += ls.files;
-		p->extents += ls.extents;
-		p->bytes += ls.bytes;
 		prefetch_plan(&v, p);
-		pb_close(&f);
 		return 0;
 	}
-	pb_close(&f);
-	prefetch_closure(&ls, exe);	/* secure: the environment here is the daemon's */
+	/* secure: the environment here is the daemon's, not the program's */
+	if (load_object(&ls, exe, 0, NULL) != 0 || ls.objs[0].dev != f->st.st_dev ||
+	    ls.objs[0].ino != f->st.st_ino)
+		ret = PB_NONE;	/* replaced since the exec, or another root */
+	else
+		prefetch_needed(&ls, exe);
 	p->files += ls.files;
 	p->extents += ls.extents;
-	p->bytes += ls.bytes;
+	p->bytes = ls.bytes;
 	p->skip_budget += ls.over_budget;
 	loadset_free(&ls);
-	return 0;
+	return ret;
 }
 
 /* ---- `run` --------------------------------------------------------------- */

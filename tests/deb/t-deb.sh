@@ -20,16 +20,22 @@
 #      changed code byte is still reported (exit 1).
 #   7. A trigger whose pbitmap crashes (exit 139): dpkg -i still exits 0.
 #   8. dpkg -r pbtool, dpkg --purge pbitmap: exit 0, /var/lib/pbitmap gone.
+#   9. pbitmapd: /usr/sbin/pbitmapd, its manual and pbitmapd.service in
+#      /lib/systemd/system, installed disabled, passing systemd-analyze
+#      verify; the packaged /etc/pbitmap.conf leaves it off
+#      (tests/lib/unit.sh).
 
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/deblib.sh"
 source "$TOP/tests/lib/toolbuilds.sh"
+source "$TOP/tests/lib/unit.sh"
 need python3
 
 contents=$(dpkg-deb -c "$PB_DEB" | awk '{ print $NF }')
 for f in ./usr/bin/pbitmap ./usr/bin/pbitmap-run ./usr/lib/pbitmap/restamp ./usr/lib/pbitmap/apt-pre-install \
 	 ./usr/lib/pbitmap/dpkg-verify ./etc/apt/apt.conf.d/80pbitmap ./etc/pbitmap.conf \
-	 ./usr/share/man/man1/pbitmap.1.gz ./usr/share/doc/pbitmap/copyright; do
+	 ./usr/share/man/man1/pbitmap.1.gz ./usr/share/doc/pbitmap/copyright \
+	 ./usr/sbin/pbitmapd ./usr/share/man/man8/pbitmapd.8.gz ./lib/systemd/system/pbitmapd.service; do
 	grep -qx -- "$f" <<<"$contents" || fail "$f not in $PB_DEB"
 done
 trig=$(dpkg-deb -I "$PB_DEB" triggers | grep -v '^#' | sort)
@@ -44,6 +50,8 @@ expect_status 0 dpkgr -i "$PB_DEB"
 grep -q '^pbitmap: [0-9]* files stamped' "$ERR" || fail "no stamping at configure: $(cat "$ERR")"
 "$PBITMAP" verify -q "$R/usr/bin/find" || fail "configure did not stamp the root's /usr/bin/find"
 pass "install pbitmap: $(grep '^pbitmap: [0-9]* files stamped' "$ERR")"
+check_pbitmapd_unit "$R" /lib/systemd/system
+pass "pbitmapd.service installed disabled, verified by systemd-analyze; pbitmap.conf leaves the daemon off"
 
 cd "$work" || fail "cd"
 build_tool "$TOOLBUILD_OLD" v1 || exit 1

@@ -10,17 +10,21 @@
 # the prefixes of
 # macros.pbitmap, each ending in "/"; the built-in list of rpm.c (used when
 # the macros file is absent) is the same list.  The installed macros file
-# defines %__pbitmap_prefixes for rpm.  A source RPM is built too.
+# defines %__pbitmap_prefixes for rpm.  A source RPM is built too.  pbitmapd,
+# its manual and pbitmapd.service are in it; unpacked, the unit is disabled, passes systemd-analyze verify, and the packaged pbitmap.conf
+# leaves the daemon off (tests/lib/unit.sh).
 # Why: a package that installs the macros where rpm never looks, or a trigger
 # on other prefixes than the documented ones, would fail silently.
 
 source "$(dirname "$0")/../lib.sh"
 source "$(dirname "$0")/rpmlib.sh"
+source "$TOP/tests/lib/unit.sh"
 
 version=$(cat "$TOP/pbitmap-tool/VERSION")
 macrodir=$(rpm --eval '%{_rpmconfigdir}')/macros.d
 list=$(rpm -qpl "$PB_RPM") || fail "rpm -qpl $PB_RPM"
-for f in /usr/bin/pbitmap /usr/bin/pbitmap-run /usr/share/man/man1/pbitmap.1 "$macrodir/macros.pbitmap" /etc/pbitmap.conf; do
+for f in /usr/bin/pbitmap /usr/bin/pbitmap-run /usr/share/man/man1/pbitmap.1 "$macrodir/macros.pbitmap" /etc/pbitmap.conf \
+	/usr/sbin/pbitmapd /usr/share/man/man8/pbitmapd.8 /usr/lib/systemd/system/pbitmapd.service; do
 	grep -qx "$f\(\.gz\|\.bz2\|\.xz\|\.zst\)\?" <<<"$list" || fail "$f not in the RPM: $list"
 done
 [[ $(rpm -qp --qf '%{VERSION}' "$PB_RPM") == "$version" ]] || fail "RPM version is not $version"
@@ -64,3 +68,5 @@ run=$("$d/usr/bin/pbitmap-run" --version) || fail "the packaged pbitmap-run does
 	fail "rpm does not read %__pbitmap_prefixes from the packaged macros file"
 grep -qx 'PBITMAP_RESTAMP=yes' "$d/etc/pbitmap.conf" || fail "pbitmap.conf does not enable the trigger"
 pass "packaged tool: $got; macros file defines %__pbitmap_prefixes for rpm"
+check_pbitmapd_unit "$d" /usr/lib/systemd/system
+pass "pbitmapd.service packaged disabled, verified by systemd-analyze; pbitmap.conf leaves the daemon off"

@@ -1,0 +1,22 @@
+# check_pbitmapd_unit ROOT UNITDIR: pbitmapd as a package installed it in
+# ROOT (sourced by the rpm and deb tests, after tests/lib.sh):
+#   - UNITDIR/pbitmapd.service exists, and systemctl --root says "disabled";
+#   - it passes systemd-analyze verify with no complaint at all (a copy whose
+#     commands point into ROOT: the host has no /usr/sbin/pbitmapd);
+#   - the packaged /etc/pbitmap.conf leaves the daemon off: --check-enabled
+#     exits 1 (not 255, which would mean the file does not parse).
+check_pbitmapd_unit() {
+	local root=$1 unit=$1$2/pbitmapd.service copy state rc=0
+	need systemctl systemd-analyze
+	[[ -f $unit ]] || fail "$unit not installed"
+	[[ -x $root/usr/sbin/pbitmapd ]] || fail "$root/usr/sbin/pbitmapd not installed"
+	state=$(systemctl --root="$root" is-enabled pbitmapd.service 2>&1) || true
+	[[ $state == disabled ]] || fail "pbitmapd.service is '$state' after install, not disabled"
+	copy=$(tmpdir)/pbitmapd.service
+	sed "s|/usr/sbin/pbitmapd|$root/usr/sbin/pbitmapd|g" "$unit" >"$copy"
+	systemd-analyze verify --man=no "$copy" >"$ERR" 2>&1 ||
+		fail "systemd-analyze verify pbitmapd.service: $(cat "$ERR")"
+	[[ ! -s $ERR ]] || fail "systemd-analyze verify complains: $(cat "$ERR")"
+	"$root/usr/sbin/pbitmapd" --check-enabled -c "$root/etc/pbitmap.conf" 2>"$ERR" || rc=$?
+	((rc == 1)) || fail "pbitmapd --check-enabled with the packaged pbitmap.conf: exit $rc, not 1: $(cat "$ERR")"
+}
