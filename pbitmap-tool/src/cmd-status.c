@@ -23,7 +23,7 @@ static const struct {
 	{ "pending", "stamped execs being read ahead now" },
 	{ "execs", "execs seen on the watched filesystems" },
 	{ "unstamped", "of which unstamped (one attribute look-up each)" },
-	{ "prefetched", "stamped execs read ahead" },
+	{ "prefetched", "stamped execs read ahead (the program's own pages at least)" },
 	{ "plans", "of which through the program's plan" },
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
@@ -32,7 +32,7 @@ static const struct {
 	{ "skip_recent", "skipped: the same file read ahead less than 2 s before" },
 	{ "skip_busy", "skipped: max_parallel execs already being handled" },
 	{ "skip_pressure", "skipped: memory pressure above memory_pressure_pct" },
-	{ "skip_gone", "skipped: the process was gone before it could be looked at" },
+	{ "skip_gone", "of which the program's own pages only: the process was gone" },
 	{ "skip_mismatch", "files skipped: the name leads to another file than planned" },
 	{ "skip_fs", "files skipped: not on a local filesystem" },
 	{ "skip_denied", "files skipped: the program's user may not read them" },
@@ -81,12 +81,15 @@ int pb_cmd_status(int argc, char **argv)
 	fp = fopen(path, "re");
 	if (!fp) {
 		if (errno == ENOENT)
-			return pb_error(path, "pbitmapd has not run since boot (no status file)");
-		return pb_error_errno(path, "cannot read");
+			pb_error(path, "pbitmapd has not run since boot (no status file)");
+		else
+			pb_error_errno(path, "cannot read");
+		return PB_EXIT_FAIL;
 	}
 	if (fscanf(fp, "pid %llu", &pid) != 1 || !pid) {
 		fclose(fp);
-		return pb_error(path, "not a pbitmapd status file");
+		pb_error(path, "not a pbitmapd status file");
+		return PB_EXIT_FAIL;
 	}
 	running = kill((pid_t)pid, 0) == 0 || errno == EPERM;
 	printf("pbitmapd: %s (pid %llu)%s\n", running ? "running" : "not running", pid,

@@ -1,0 +1,110 @@
+#!/bin/bash
+# t-daemon: pbitmapd's command line, settings and counters, and the daemon
+# itself under ASan/UBSan on this host's kernel (the stock-kernel guest's
+# t-daemon, kernel-patch/tests, tests what it does for programs).
+#
+#   - --help, --version, a usage error (2); --check-enabled: 0 with
+#     PBITMAP_DAEMON=yes, 1 with no or without the file, 255 when the file
+#     does not parse; each bad setting (an unknown PBITMAP_DAEMON_* name, a
+#     value out of range or not a number, a line without '=') is an error
+#     naming the file and line, exit 1; the triggers' settings (PBITMAP_LEARN
+#     ...) and quoted values are accepted; disabled, it exits 0 saying so.
+#   - pbitmap status: no status file is an error (1) that says so; a file
+#     of a process that is gone prints "not running" and its counters (1);
+#     not a status file, an error.
+#   - The ASan build watching this host's filesystems: a stamped copy of
+#     /bin/true exec'd 3 times (2.5 s apart) is read ahead 3 times, with
+#     its own marked pages at least (files >= 3, bytes > 0; /bin/true may
+#     be gone before its root is looked at: then those only), and an unstamped one is
+#     counted as unstamped and never read ahead; pbitmap status says
+#     "running"; SIGTERM ends it with status 0 and no sanitizer report.
+
+source "$(dirname "$0")/../lib.sh"
+need timeout stat
+PBITMAPD=$TOP/build/asan/pbitmapd
+[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
+[[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+
+# ---- command line and settings ---------------------------------------------
+
+expect_status 0 "$PBITMAPD" --help
+grep -q "^Usage: pbitmapd" "$OUT" || fail "--help: $(cat "$OUT")"
+expect_status 0 "$PBITMAPD" --version
+grep -q "^pbitmapd [0-9]" "$OUT" || fail "--version: $(cat "$OUT")"
+expect_status 2 "$PBITMAPD" --no-such-option
+expect_status 2 "$PBITMAPD" extra-argument
+grep -q "unexpected argument 'extra-argument'" "$ERR" || fail "usage error: $(cat "$ERR")"
+
+expect_status 1 "$PBITMAPD" --check-enabled -c "$d/absent.conf"
+printf '# the triggers share the file\nPBITMAP_RESTAMP=yes\nPBITMAP_LEARN="every"\nPBITMAP_DAEMON = "yes"  # on\n' >on.conf
+expect_status 0 "$PBITMAPD" --check-enabled -c on.conf
+printf 'PBITMAP_DAEMON=no\n' >off.conf
+expect_status 1 "$PBITMAPD" --check-enabled -c off.conf
+expect_status 0 "$PBITMAPD" -c off.conf
+grep -q "off.conf: PBITMAP_DAEMON=yes is not set: nothing to do" "$ERR" || fail "disabled: $(cat "$ERR")"
+bad() {	# CONTENT MESSAGE
+	printf '%b' "$1" >bad.conf
+	expect_status 255 "$PBITMAPD" --check-enabled -c bad.conf
+	expect_status 1 "$PBITMAPD" -c bad.conf
+	grep -qF "pbitmapd: bad.conf: $2" "$ERR" || fail "'$1': expected '$2', got: $(cat "$ERR")"
+}
+bad 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_GAP=5\n' "line 2: unknown setting PBITMAP_DAEMON_GAP"
+bad 'PBITMAP_DAEMON=maybe\n' "line 1: PBITMAP_DAEMON=maybe is not yes or no"
+bad 'PBITMAP_DAEMON_JOIN_GAP_KB=-1\n' "line 1: PBITMAP_DAEMON_JOIN_GAP_KB: '-1' is not a number from 0 to 65536"
+bad 'PBITMAP_DAEMON_BUDGET_MB=12x\n' "line 1: PBITMAP_DAEMON_BUDGET_MB: '12x' is not a number"
+bad 'PBITMAP_DAEMON_PRESSURE_PCT=101\n' "line 1: PBITMAP_DAEMON_PRESSURE_PCT: '101' is not a number from 0 to 100"
+bad 'PBITMAP_DAEMON_MAX_PARALLEL=0\n' "line 1: PBITMAP_DAEMON_MAX_PARALLEL=0: at least 1"
+bad '\nPBITMAP_DAEMON yes\n' "line 2: not NAME=VALUE"
+pass "command line; settings: enabled, disabled, the triggers' lines accepted, each bad line an error with its line"
+
+# ---- pbitmap status ----------------------------------------------------------
+
+expect_status 1 "$PBITMAP" status -s "$d/none"
+grep -q "none: pbitmapd has not run since boot (no status file)" "$ERR" || fail "status, no file: $(cat "$ERR")"
+sh -c 'exit 0' &
+gone=$!
+wait "$gone"
+printf 'pid %d\npending 0\nexecs 7\nunstamped 5\nprefetched 2\n' "$gone" >old.status
+expect_status 1 "$PBITMAP" status -s old.status
+grep -q "^pbitmapd: not running (pid $gone); its last counters:" "$OUT" || fail "status of a gone daemon: $(cat "$OUT")"
+grep -Eq "^ +2  prefetched " "$OUT" || fail "status counters: $(cat "$OUT")"
+printf 'hello\n' >junk.status
+expect_status 1 "$PBITMAP" status -s junk.status
+grep -q "not a pbitmapd status file" "$ERR" || fail "status of junk: $(cat "$ERR")"
+pass "pbitmap status: no file, a gone daemon's counters, not a status file"
+
+# ---- the daemon, under ASan --------------------------------------------------
+
+[[ $(stat -f -c %T "$d") != tmpfs ]] ||
+	fail "$d is on tmpfs, which pbitmapd does not watch; set TMPDIR to a directory on a disk"
+cp /bin/true stamped && cp /bin/true plain || fail "cp"
+"$PBITMAP" add -q stamped || fail "pbitmap add"
+"$PBITMAP" set -q --pages 0-3 stamped || fail "pbitmap set"
+"$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
+dpid=$!
+at_exit "kill $dpid"
+for _ in $(seq 100); do [[ -s status ]] && break; sleep 0.1; done
+[[ -s status ]] || fail "pbitmapd wrote no status in 10 s: $(cat daemon.log)"
+counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
+for i in 1 2 3; do
+	./stamped && ./plain || fail "the programs do not run under the daemon"
+	sleep 2.5	# the same file is read ahead at most once in 2 s
+done
+for _ in $(seq 100); do [[ $(counter prefetched) == 3 && $(counter pending) == 0 ]] && break; sleep 0.1; done
+[[ $(counter prefetched) == 3 ]] || fail "3 execs of a stamped program, $(counter prefetched) read ahead: $(cat status; cat daemon.log)"
+(($(counter files) >= 3 && $(counter bytes) > 0 && $(counter unstamped) >= 3)) ||
+	fail "counters: $(tr '\n' ' ' <status)"
+XX
+if grep -q "$d/plain" daemon.log; then fail "an unstamped program was read ahead: $(cat daemon.log)"; fi
+expect_status 0 "$PBITMAP" status -s "$d/status"
+grep -q "^pbitmapd: running (pid $dpid)" "$OUT" || fail "status: $(cat "$OUT")"
+kill -TERM "$dpid"
+rc=0
+wait "$dpid" || rc=$?
+((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
+if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
+note "$(tr '\n' ' ' <status)"
+pass "the daemon (ASan) on $(uname -r): a stamped program read ahead at each exec, an unstamped one never; SIGTERM: 0"
