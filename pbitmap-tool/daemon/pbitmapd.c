@@ -47,6 +47,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/fanotify.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
@@ -472,8 +473,11 @@ static int enter_task(pid_t pid, int pidfd, char *exe, size_t size, int exe_fd)
 	if (root < 0 || task_creds(pid, &uid, &gid, groups, &nr) ||
 	    task_path(pid, exe_fd, exe, size))
 		return PB_NONE;
-	/* still the process of the event, not another one with its PID */
-	if (pidfd >= 0 && syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
+	/*
+	 * Still the process of the event, not another one with its PID: no
+	 * pidfd means it had exited when the event was read (FAN_EPIDFD).
+	 */
+	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
 		return PB_NONE;
 	if (fchdir(root) || chroot(".") || chdir("/") ||
 	    setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid) ||
@@ -754,6 +758,13 @@ static int start(void)
 				      "fanotify_init (pbitmapd must run as root)");
 	if (mark_local(fan))
 		return PB_FAIL;
+	/*
+	 * Its own code stays in memory: a daemon whose pages were reclaimed
+	 * would fault them back in from the disk it is trying to help, at
+	 * the moment a program starts.  A 2 MiB static binary; not fatal.
+	 */
+	if (mlockall(MCL_CURRENT) && pb_verbose)
+		pb_note(NULL, "cannot lock its pages in memory (mlockall): %s", strerror(errno));
 	d.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
 	return serve(fan);
 }
