@@ -459,19 +459,29 @@ static int task_path(pid_t pid, int fd, char *out, size_t size)
 	return 0;
 }
 
-/* Become the exec'ing task, as far as reading files goes. */
-static int enter_task(pid_t pid, int pidfd, char *exe, size_t size, int exe_fd)
-{
+/* What the child takes of the exec'ing task before it reads anything. */
+struct task {
+	int root;		/* O_PATH descriptor of its root directory */
+	uid_t uid;		/* its filesystem user and groups */
+	gid_t gid;
+	int nr_groups;
 	gid_t groups[NGROUPS_MAX];
+	char exe[PATH_MAX];	/* the file exec'd, as the task names it */
+};
+
+/*
+ * Take @pid's root, credentials and name of the exec'd file: /proc reads
+ * only, no disk, so that a short-lived program is still there.  0, or
+ * PB_NONE when it is gone.
+ */
+static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
+{
 	char path[64];
-	uid_t uid = 0;
-	gid_t gid = 0;
-	int root, nr;
 
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-	root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (root < 0 || task_creds(pid, &uid, &gid, groups, &nr) ||
-	    task_path(pid, exe_fd, exe, size))
+	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->root < 0 || task_creds(pid, &t->uid, &t->gid, t->groups, &t->nr_groups) ||
+	    task_path(pid, exe_fd, t->exe, sizeof(t->exe)))
 		return PB_NONE;
 	/*
 	 * Still the process of the event, not another one with its PID: no
@@ -479,48 +489,61 @@ static int enter_task(pid_t pid, int pidfd, char *exe, size_t size, int exe_fd)
 	 */
 	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
 		return PB_NONE;
-	if (fchdir(root) || chroot(".") || chdir("/") ||
-	    setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) || setresuid(uid, uid, uid) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
-		return PB_FAIL;
-	close(root);
 	return 0;
 }
 
-static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
+/* Become the exec'ing task, as far as reading files goes.  0 or PB_FAIL. */
+static int enter_task(const struct task *t)
+{
+	if (fchdir(t->root) || chroot(".") || chdir("/") ||
+	    setgroups((size_t)t->nr_groups, t->groups) || setresgid(t->gid, t->gid, t->gid) ||
+	    setresuid(t->uid, t->uid, t->uid) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+		return PB_FAIL;
+	close(t->root);
+	return 0;
+}
+
+/* Limits, so that a crafted record or plan costs bounded work. */
+static void child_limits(void)
 {
 	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
-	struct report r = { .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
-	char exe[PATH_MAX], self[64];
-	struct pb_file f;
-	int ret;
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(CHILD_SECONDS);
 	setrlimit(RLIMIT_CPU, &cpu);
 	/* best effort, level 4: the class of the program whose start it serves */
 	syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, (2 << 13) | 4);
-	/* the program's own pages first: they are needed first */
+}
+
+/*
+ * One stamped exec: the task taken (before any read, while it runs), the
+ * program's own pages read (they are needed first), then, in its root
+ * and as its user, its plan or its libraries.
+ */
+static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
+{
+	struct report r = { .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
+	static struct task t;
+	struct pb_file f;
+	char self[64];
+	int ret;
+
+	child_limits();
+	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", exe_fd);
 	ret = pb_exec_begin(&f, self, &r.p);
-	if (!ret) {
-		ret = enter_task(pid, pidfd, exe, sizeof(exe), exe_fd);
-		r.gone = ret == PB_NONE;
-		if (r.gone && pb_verbose)
-			pb_note(self, "pid %d: gone before its root could be taken; its own pages "
-				"only, %" PRIu64 " bytes", (int)pid, r.p.bytes);
-		if (r.gone)
-			ret = 0;
-	}
 	if (!ret && !r.gone) {
-		pb_confine_local(d.local, d.nr_local);
-		ret = pb_exec_rest(&f, exe, &r.p);
-		if (pb_verbose)
-			pb_note(exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64 " extents, %" PRIu64
-				" bytes", (int)pid, ret ? "not the file exec'd" :
-				r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents,
-				r.p.bytes);
+		ret = enter_task(&t);
+		if (!ret) {
+			pb_confine_local(d.local, d.nr_local);
+			ret = pb_exec_rest(&f, t.exe, &r.p);
+		}
 	}
+	if (pb_verbose)
+		pb_note(r.gone ? self : t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
+			" extents, %" PRIu64 " bytes", (int)pid,
+			ret ? "not the file exec'd" : r.gone ? "gone; its own pages only" :
+			r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
 	r.result = ret;
 	if (write(report_fd, &r, sizeof(r)) != sizeof(r))
 		_exit(1);
