@@ -30,17 +30,9 @@ delta() { echo $(($(awk -v k="$1" '$1 == k { print $2 }' "$3") - $(awk -v k="$1"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
 [ -n "$(awk '$1 == "pbitmap_plan_exec"' /proc/vmstat)" ] || fail "no pbitmap_plan_* counters"
-for n in a b; do
-	printf 'const char pad_%s[512 << 10] = { 1 };\nint f_%s(void) { return pad_%s[0]; }\n' "$n" "$n" "$n" >"$n.c"
-	gcc -O1 -shared -fPIC -o "lib$n.so" "$n.c" || fail "cannot build lib$n.so"
-done
-printf '#include <stdio.h>\nint f_a(void); int f_b(void);\nint main(void) { printf("plan ok %%d\\n", f_a() + f_b()); return 0; }\n' >p.c
-gcc -O1 -o prog p.c -L"$W" -la -lb -Wl,-rpath,"$W" || fail "cannot build prog"
-want=$(./prog)
-pbitmap add -q liba.so libb.so || fail "cannot stamp the libraries"
-pbitmap set --pages 0-3 liba.so libb.so
-pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
-pbitmap plan prog "$W/liba.so" "$W/libb.so" || fail "pbitmap plan"
+source "$HERE/planprog.sh"
+plan_prog "$W"
+want=$PLAN_WANT
 mkfifo f
 mknod zero c 1 5
 ln -s liba.so link.so

@@ -104,21 +104,14 @@ echo "stock $(uname -r), cc1 cold start, medians of 3: major faults $maj_plain -
 [ "$maj_daemon" -lt "$maj_plain" ] || fail "pbitmapd did not cut cc1's major faults ($maj_plain -> $maj_daemon)"
 
 # ---- a plan ---------------------------------------------------------------
-for n in a b; do
-	printf 'const char pad_%s[512 << 10] = { 1 };\nint f_%s(void) { return pad_%s[0]; }\n' "$n" "$n" "$n" >"$n.c"
-	gcc -O1 -shared -fPIC -o "lib$n.so" "$n.c" || fail "cannot build lib$n.so"
-done
 # prog lives 0.2 s: a program that ends before the daemon takes its root
 # is read for its own pages only (skip_gone), and the cases would not test
 # what they are meant to
-printf '#include <stdio.h>\n#include <unistd.h>\nint f_a(void); int f_b(void);\nint main(void) { printf("plan ok %%d\\n", f_a() + f_b()); fflush(stdout); usleep(200000); return 0; }\n' >p.c
-gcc -O1 -o prog p.c -L"$W" -la -lb -Wl,-rpath,"$W" || fail "cannot build prog"
-want=$(./prog)
-pbitmap add -q liba.so libb.so || fail "cannot stamp the libraries"
-pbitmap set --pages 0-3 liba.so libb.so
+source "$HERE/planprog.sh"
+plan_prog "$W" 200000
+want=$PLAN_WANT
 head -c $((1 << 20)) /dev/urandom >data
-cp prog prog-secret
-pbitmap add -q --plan-size 16K prog prog-secret || fail "cannot stamp prog with a plan area"
+cp --preserve=xattr prog prog-secret
 pbitmap plan prog "$W/liba.so" "$W/libb.so" "$W/data" || fail "pbitmap plan"
 install -m 0600 data secret
 pbitmap plan prog-secret "$W/liba.so" "$W/secret" || fail "pbitmap plan (secret)"
