@@ -24,6 +24,8 @@
 #     plan's path is resolved in that namespace, where a bind mount puts
 #     another file than the host has at that path; the container's file is
 #     read, the host's decoy is not.
+#   - a stamped data file opened by nobody (and not read): its marked pages
+#     are read ahead, no other page (mincore).
 #   - unstamped execs: counted, never read ahead.
 #   - kill -9 while stamped programs start: every one runs, its bitmap
 #     verifies, the status file is whole; a restarted daemon works.
@@ -201,6 +203,32 @@ idle $((e0 + 5))	# unshare, sh, mount, chroot, s
 rm -f /data/D
 echo "container: its plan resolved in its own root and mount namespace; the host's decoy not read"
 
+# ---- a data file, at its open ----------------------------------------------
+head -c $((4 << 20)) /dev/urandom >dfile
+pbitmap add -q dfile && pbitmap set -q --pages 10-20 dfile || fail "cannot stamp a data file"
+evict dfile
+sleep 2.5	# pbitmap's own opens of it are "recent" for 2 s
+p0=$(counter data_prefetched)
+"${NOBODY[@]}" python3 -c 'import sys; open(sys.argv[1]).close()' "$W/dfile"	# opened, nothing read
+for _ in $(seq 100); do [ "$(counter data_prefetched)" -gt "$p0" ] && [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
+[ "$(counter data_prefetched)" -gt "$p0" ] || fail "a stamped data file opened was not read ahead"
+got=$(python3 - "$W/dfile" <<'PY'
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+vec = ctypes.create_string_buffer(size // mmap.PAGESIZE)
+assert libc.mincore(addr, size, vec) == 0
+print(sum(vec.raw[n] & 1 for n in range(10, 21)), sum(vec.raw[n] & 1 for n in range(300, 400)))
+PY
+)
+[ "$got" = "11 0" ] || fail "the data file's marked pages 10-20 resident, 300-399 not: got '$got' (of 11, of 100)"
+echo "data file: opened by nobody and not read, its marked pages were read ahead, nothing else"
+
 # ---- unstamped execs, and the cost of each ----------------------------------
 for i in $(seq 20); do cp --preserve=xattr prog "prog.$i"; done	# 20 files: none "recent"
 cpu() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$DPID/stat"; }	# ticks, reaped children included
@@ -228,7 +256,7 @@ wait "$DPID" 2>/dev/null || true
 DPID=
 wait "$runner" || fail "a stamped program failed when the daemon was killed with -9"
 pbitmap verify -q prog liba.so libb.so || fail "a bitmap does not verify after kill -9"
-[ "$(wc -l <status)" = 19 ] || fail "the status file is not whole after kill -9: $(cat status)"
+[ "$(wc -l <status)" = 21 ] || fail "the status file is not whole after kill -9: $(cat status)"
 start_daemon
 e0=$(counter execs)
 ./prog >/dev/null

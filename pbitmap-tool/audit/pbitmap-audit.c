@@ -146,7 +146,7 @@ static void prefetch(const char *path, const char *name)
 	}
 	why = read_record(fd, &st, &r);
 	if (!why) {
-		err = pb_willneed(fd, &r, le64toh(pb_hdr(&r)->content_size), PB_WILLNEED_GAP,
+		err = pb_willneed(fd, &r, le64toh(pb_hdr(&r)->content_size), PB_WILLNEED_GAP, 0,
 				  &extents, &bytes);
 		if (err)
 			why = strerror(err);

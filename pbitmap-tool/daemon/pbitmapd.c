@@ -20,6 +20,11 @@
  *   - An unstamped program costs one fgetxattr() of user.pbitmap here, and
  *     its exec nothing but the event: stamped ELF files carry that marker
  *     (docs/FORMAT.md) so that nobody has to parse their section headers.
+ *   - Data files (a record in user.pbitmap) are read ahead when opened,
+ *     as the kernel reads them at mmap: a second group reports opens by
+ *     file handle (FAN_REPORT_FID), so that the kernel opens nothing for
+ *     the daemon (no FIFO, no device) and an unstamped open costs one
+ *     handle look-up and one attribute look-up here.
  *   - Each stamped exec is handled by a child that chroot()s into the
  *     exec'ing task's root (/proc/PID/root: its mount namespace, its
  *     container) and takes that task's filesystem credentials: paths
@@ -56,6 +61,7 @@
 #include <sys/utsname.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <sys/vfs.h>
 #include <sys/xattr.h>
 #include <time.h>
 #include <unistd.h>
@@ -89,7 +95,7 @@ struct config {
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
 struct counters {
-	uint64_t execs, unstamped, prefetched, plans, files, extents, bytes;
+	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed;
 };
@@ -99,6 +105,7 @@ struct report {
 	int result;		/* 0, PB_NONE: the exec'd file is not what the name leads to */
 	bool gone;		/* the process exited before its root was taken:
 				 * only the program's own pages were read */
+	bool data;		/* a data file read ahead at its open */
 	struct pb_exec_prefetch p;
 };
 
@@ -107,6 +114,9 @@ static struct {
 	const char *status_path;
 	dev_t local[MAX_LOCAL_FS];
 	size_t nr_local;
+	/* the open group's filesystems: a descriptor to open handles on */
+	struct { __kernel_fsid_t fsid; int fd; } fs[MAX_LOCAL_FS];
+	size_t nr_fs;
 	struct counters n;
 	unsigned int children;
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
@@ -282,8 +292,35 @@ static bool is_local(dev_t dev)
 	return false;
 }
 
-/* Mark each local filesystem of /proc/self/mountinfo once.  0 or PB_FAIL. */
-static int mark_local(int fan)
+/*
+ * Opens on the filesystem mounted at @mnt, reported by file handle, and a
+ * descriptor to open those handles with.  Not fatal: execs are watched
+ * whatever happens here (a filesystem without file handles, say).
+ */
+static void watch_opens(int fan, const char *mnt)
+{
+	struct statfs sfs;
+	int fd;
+
+	if (fan < 0 || d.nr_fs == MAX_LOCAL_FS)
+		return;
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);	/* not O_PATH: open_by_handle_at() */
+	if (fd < 0 || fstatfs(fd, &sfs) ||
+	    fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, mnt)) {
+		pb_error_errno(mnt, "cannot watch opens of data files");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	memcpy(&d.fs[d.nr_fs].fsid, &sfs.f_fsid, sizeof(d.fs[0].fsid));
+	d.fs[d.nr_fs++].fd = fd;
+}
+
+/*
+ * Mark each local filesystem of /proc/self/mountinfo once: execs in the
+ * group @fan, opens in @fan_open.  0 or PB_FAIL.
+ */
+static int mark_local(int fan, int fan_open)
 {
 	char *buf = NULL, mnt[PATH_MAX], type[64], *sep;
 	unsigned int maj, min;
@@ -307,6 +344,7 @@ static int mark_local(int fan)
 			continue;
 		}
 		d.local[d.nr_local++] = makedev(maj, min);
+		watch_opens(fan_open, mnt);
 		if (pb_verbose)
 			pb_note(mnt, "watching execs (%s, %u:%u)", type, maj, min);
 	}
@@ -503,6 +541,14 @@ static int enter_task(const struct task *t)
 	return 0;
 }
 
+/* Send @r to the daemon and end. */
+static void __attribute__((noreturn)) child_report(int report_fd, const struct report *r)
+{
+	if (write(report_fd, r, sizeof(*r)) != sizeof(*r))
+		_exit(1);
+	_exit(0);
+}
+
 /* Limits, so that a crafted record or plan costs bounded work. */
 static void child_limits(void)
 {
@@ -529,6 +575,11 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	int ret;
 
 	child_limits();
+	if (!r.p.budget) {	/* memory.high reached: nothing at all */
+		r.p.skip_budget = 1;
+		r.result = PB_FAIL;
+		child_report(report_fd, &r);
+	}
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", exe_fd);
 	ret = pb_exec_begin(&f, self, &r.p);
@@ -545,9 +596,7 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 			ret ? "not the file exec'd" : r.gone ? "gone; its own pages only" :
 			r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
 	r.result = ret;
-	if (write(report_fd, &r, sizeof(r)) != sizeof(r))
-		_exit(1);
-	_exit(0);
+	child_report(report_fd, &r);
 }
 
 /* ---- the parent ---------------------------------------------------------- */
@@ -594,7 +643,8 @@ static bool wanted(int fd, time_t now)
 	return false;
 }
 
-static int event_pidfd(const struct fanotify_event_metadata *m)
+/* The event's information record of @type, or NULL. */
+static const void *event_info(const struct fanotify_event_metadata *m, unsigned int type)
 {
 	const char *p = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
 
@@ -603,11 +653,18 @@ static int event_pidfd(const struct fanotify_event_metadata *m)
 
 		if (h->len < sizeof(*h) || p + h->len > end)
 			break;
-		if (h->info_type == FAN_EVENT_INFO_TYPE_PIDFD)
-			return ((const struct fanotify_event_info_pidfd *)p)->pidfd;
+		if (h->info_type == type)
+			return h;
 		p += h->len;
 	}
-	return -1;
+	return NULL;
+}
+
+static int event_pidfd(const struct fanotify_event_metadata *m)
+{
+	const struct fanotify_event_info_pidfd *info = event_info(m, FAN_EVENT_INFO_TYPE_PIDFD);
+
+	return info ? info->pidfd : -1;
 }
 
 static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
@@ -630,35 +687,144 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 		close(pidfd);
 }
 
-static void read_events(int fan, int report_fd)
+/* ---- data files, at their open -------------------------------------------- */
+
+/* Whether a file opened (@fd, O_PATH) is a stamped data file to read ahead. */
+static bool data_wanted(int fd, time_t now)
 {
-	char buf[8192] __attribute__((aligned(__alignof__(struct fanotify_event_metadata))));
-	const struct fanotify_event_metadata *m;
+	static unsigned char value[65536];	/* the largest attribute value */
+	char self[64];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = getxattr(self, "user.pbitmap", value, sizeof(value));
+	if (n < 4 || le32toh(*(const uint32_t *)value) != PBITMAP_XATTR_MAGIC)
+		return false;	/* unstamped, or an ELF file's marker: execs are the other group's */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return false;
+	if (kernel_prefetches())
+		d.n.skip_kernel++;
+	else if (seen_recently(st.st_dev, st.st_ino, now))
+		d.n.skip_recent++;
+	else if (d.children >= d.cfg.children)
+		d.n.skip_busy++;
+	else if (d.cfg.pressure < 100 && memory_pressure() > d.cfg.pressure)
+		d.n.skip_pressure++;
+	else
+		return true;
+	return false;
+}
+
+/*
+ * A data file's marked pages, as the kernel reads them at its mmap.  No
+ * rights to take: the opener has opened the file, and the daemon reads it
+ * by its handle, looking nothing up by name.
+ */
+static void data_child(int fd, pid_t pid, int report_fd)
+{
+	struct report r = { .data = true, .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
+	struct pb_file f;
+	char self[64];
+
+	child_limits();
+	if (!r.p.budget) {
+		r.p.skip_budget = 1;
+		r.result = PB_FAIL;
+		child_report(report_fd, &r);
+	}
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	r.result = pb_exec_begin(&f, self, &r.p);
+	if (pb_verbose) {
+		char name[PATH_MAX];
+		ssize_t n = readlink(self, name, sizeof(name) - 1);
+
+		name[n > 0 ? n : 0] = '\0';
+		pb_note(n > 0 ? name : self, "opened by pid %d: data file, %" PRIu64 " extents, %"
+			PRIu64 " bytes", (int)pid, r.p.extents, r.p.bytes);
+	}
+	child_report(report_fd, &r);
+}
+
+static void handle_open(const struct fanotify_event_metadata *m, int report_fd, time_t now)
+{
+	const struct fanotify_event_info_fid *fid = event_info(m, FAN_EVENT_INFO_TYPE_FID);
+	int mount_fd = -1, fd;
+	pid_t child;
+
+	for (size_t i = 0; fid && i < d.nr_fs; i++)
+		if (!memcmp(&d.fs[i].fsid, &fid->fsid, sizeof(fid->fsid)))
+			mount_fd = d.fs[i].fd;
+	d.n.opens++;
+	if (mount_fd < 0 || !(m->mask & FAN_OPEN))
+		return;
+	/* O_PATH: nothing is opened for reading until it is known to be a data file */
+	fd = open_by_handle_at(mount_fd, (struct file_handle *)(uintptr_t)fid->handle,
+			       O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return;		/* deleted since */
+	if (data_wanted(fd, now)) {
+		child = fork();
+		if (child == 0)
+			data_child(fd, m->pid, report_fd);
+		if (child > 0)
+			d.children++;
+		else
+			d.n.skip_failed++;
+	}
+	close(fd);
+}
+
+/*
+ * Read what @fan has, through @handle.  Events of a group that reports
+ * file handles are 4-byte aligned in the buffer: each is copied to an
+ * aligned place before its 8-byte fields are read.
+ */
+static void read_events(int fan, int report_fd,
+			void (*handle)(const struct fanotify_event_metadata *, int, time_t))
+{
+	static char buf[8192];
+	static union {
+		struct fanotify_event_metadata m;
+		char bytes[sizeof(buf)];
+	} ev;
 	time_t now = time(NULL);
 	ssize_t n = read(fan, buf, sizeof(buf));
 
-	for (m = (const void *)buf; n > 0 && FAN_EVENT_OK(m, n); m = FAN_EVENT_NEXT(m, n))
-		if (m->vers == FANOTIFY_METADATA_VERSION)
-			handle_event(m, report_fd, now);
+	for (size_t off = 0; n > 0 && off + FAN_EVENT_METADATA_LEN <= (size_t)n;) {
+		memcpy(&ev.m, buf + off, FAN_EVENT_METADATA_LEN);
+		if (ev.m.event_len < FAN_EVENT_METADATA_LEN || off + ev.m.event_len > (size_t)n)
+			break;
+		memcpy(ev.bytes, buf + off, ev.m.event_len);
+		if (ev.m.vers == FANOTIFY_METADATA_VERSION)
+			handle(&ev.m, report_fd, now);
+		off += ev.m.event_len;
+	}
 }
 
 static void add_report(const struct report *r)
 {
+	d.n.skip_budget += r->p.skip_budget;
 	d.n.skip_gone += r->gone;
 	if (r->result) {
-		d.n.skip_mismatch += r->result == PB_NONE;
-		d.n.skip_failed += r->result != PB_NONE;
+		if (!r->data && !r->p.skip_budget) {
+			d.n.skip_mismatch += r->result == PB_NONE;
+			d.n.skip_failed += r->result != PB_NONE;
+		}
 		return;
 	}
-	d.n.prefetched++;
-	d.n.plans += r->p.plan;
+	if (r->data) {
+		d.n.data_prefetched++;
+	} else {
+		d.n.prefetched++;
+		d.n.plans += r->p.plan;
+	}
 	d.n.files += r->p.files;
 	d.n.extents += r->p.extents;
 	d.n.bytes += r->p.bytes;
 	d.n.skip_mismatch += r->p.skip_mismatch;
 	d.n.skip_fs += r->p.skip_fs;
 	d.n.skip_denied += r->p.skip_denied;
-	d.n.skip_budget += r->p.skip_budget;
 }
 
 /* The counters, replaced whole: a reader never sees half of them. */
@@ -672,12 +838,12 @@ static void write_status(void)
 	if (!fp)
 		return;
 	fprintf(fp, "pid %d\npending %u\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
-		"\nplans %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
+		"\nplans %" PRIu64 "\nopens %" PRIu64 "\ndata_prefetched %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
 		"\nskip_kernel %" PRIu64 "\nskip_recent %" PRIu64 "\nskip_busy %" PRIu64
 		"\nskip_pressure %" PRIu64 "\nskip_gone %" PRIu64 "\nskip_mismatch %" PRIu64
 		"\nskip_fs %" PRIu64 "\nskip_denied %" PRIu64 "\nskip_budget %" PRIu64
 		"\nskip_failed %" PRIu64 "\n", (int)getpid(), d.children, d.n.execs, d.n.unstamped,
-		d.n.prefetched, d.n.plans, d.n.files, d.n.extents, d.n.bytes, d.n.skip_kernel,
+		d.n.prefetched, d.n.plans, d.n.opens, d.n.data_prefetched, d.n.files, d.n.extents, d.n.bytes, d.n.skip_kernel,
 		d.n.skip_recent, d.n.skip_busy, d.n.skip_pressure, d.n.skip_gone,
 		d.n.skip_mismatch, d.n.skip_fs, d.n.skip_denied, d.n.skip_budget, d.n.skip_failed);
 	if (fclose(fp) || rename(tmp, d.status_path))
@@ -712,8 +878,17 @@ static uint64_t now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-/* Handle events until SIGTERM or SIGINT: 0, or PB_FAIL. */
-static int serve(int fan)
+/* Events seen: when it moved, the status file is due within a second. */
+static uint64_t events_seen(void)
+{
+	return d.n.execs + d.n.opens;
+}
+
+/*
+ * Handle events until SIGTERM or SIGINT: 0, or PB_FAIL.  Execs first: an
+ * exec is an open too, and its plan must not be pre-empted by the open.
+ */
+static int serve(int fan, int fan_open)
 {
 	int pipefd[2], sfd;
 	sigset_t mask;
@@ -729,34 +904,36 @@ static int serve(int fan)
 		return pb_error_errno(NULL, "cannot set up signals");
 	write_status();
 	/*
-	 * The status file is rewritten when an exec's read-ahead starts or
-	 * ends, and otherwise (unstamped execs) at most once a second: an
-	 * unstamped exec costs the daemon one read of its event and one
+	 * The status file is rewritten when a read-ahead starts or ends, and
+	 * otherwise (unstamped execs and opens) at most once a second: an
+	 * unstamped file costs the daemon one read of its event and one
 	 * attribute look-up, not a file written.
 	 */
-	for (uint64_t written = now_ms(), seen = d.n.execs;;) {
-		struct pollfd pfd[3] = { { fan, POLLIN, 0 }, { sfd, POLLIN, 0 },
-					 { pipefd[0], POLLIN, 0 } };
+	for (uint64_t written = now_ms(), seen = events_seen();;) {
+		struct pollfd pfd[4] = { { fan, POLLIN, 0 }, { fan_open, POLLIN, 0 },
+					 { sfd, POLLIN, 0 }, { pipefd[0], POLLIN, 0 } };
 		unsigned int children = d.children;
 		struct signalfd_siginfo si;
 
-		if (poll(pfd, 3, seen != d.n.execs ? 1000 : -1) < 0 && errno != EINTR)
+		if (poll(pfd, 4, seen != events_seen() ? 1000 : -1) < 0 && errno != EINTR)
 			return pb_error_errno(NULL, "poll");
 		if (pfd[0].revents & POLLIN)
-			read_events(fan, pipefd[1]);
+			read_events(fan, pipefd[1], handle_event);
+		if (pfd[1].revents & POLLIN)
+			read_events(fan_open, pipefd[1], handle_open);
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 				write_status();
 				return 0;
 			}
 			if (si.ssi_signo == SIGHUP)
-				mark_local(fan);	/* filesystems mounted since */
+				mark_local(fan, fan_open);	/* filesystems mounted since */
 		}
 		if (reap(pipefd[0]) || children != d.children ||
-		    (seen != d.n.execs && now_ms() - written >= 1000)) {
+		    (seen != events_seen() && now_ms() - written >= 1000)) {
 			write_status();
 			written = now_ms();
-			seen = d.n.execs;
+			seen = events_seen();
 		}
 	}
 }
@@ -764,7 +941,7 @@ static int serve(int fan)
 static int start(void)
 {
 	char dir[PATH_MAX], *slash;
-	int fan;
+	int fan, fan_open;
 
 	snprintf(dir, sizeof(dir), "%s", d.status_path);
 	slash = strrchr(dir, '/');
@@ -779,7 +956,12 @@ static int start(void)
 		return pb_error_errno(NULL, errno == EINVAL ?
 				      "fanotify with pidfds needs Linux 5.15 or later" :
 				      "fanotify_init (pbitmapd must run as root)");
-	if (mark_local(fan))
+	/* opens by file handle: the kernel opens nothing for this group */
+	fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
+				 O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+	if (fan_open < 0)
+		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID): data files are not read ahead");
+	if (mark_local(fan, fan_open))
 		return PB_FAIL;
 	/*
 	 * Its own code stays in memory: a daemon whose pages were reclaimed
@@ -789,7 +971,7 @@ static int start(void)
 	if (mlockall(MCL_CURRENT) && pb_verbose)
 		pb_note(NULL, "cannot lock its pages in memory (mlockall): %s", strerror(errno));
 	d.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
-	return serve(fan);
+	return serve(fan, fan_open);
 }
 
 int main(int argc, char **argv)

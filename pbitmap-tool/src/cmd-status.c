@@ -25,6 +25,8 @@ static const struct {
 	{ "unstamped", "of which unstamped (one attribute look-up each)" },
 	{ "prefetched", "stamped execs read ahead (the program's own pages at least)" },
 	{ "plans", "of which through the program's plan" },
+	{ "opens", "opens seen on the watched filesystems (for data files)" },
+	{ "data_prefetched", "data files read ahead at their open" },
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },
@@ -36,7 +38,7 @@ static const struct {
 	{ "skip_mismatch", "files skipped: the name leads to another file than planned" },
 	{ "skip_fs", "files skipped: not on a local filesystem" },
 	{ "skip_denied", "files skipped: the program's user may not read them" },
-	{ "skip_budget", "files skipped: the exec's budget was spent" },
+	{ "skip_budget", "files skipped: the budget was spent (or memory.high reached)" },
 	{ "skip_failed", "execs that failed (fork, or the reader's limits)" },
 };
 

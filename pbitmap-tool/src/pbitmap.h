@@ -609,17 +609,19 @@ int pb_cmd_run(int argc, char **argv);
 /*
  * Issue asynchronous readahead for every granule marked for prefetch in
  * the open file's record, ranges less than @gap bytes apart joined into
- * one extent.  Does not wait for I/O.  Stores the number of extents and
+ * one extent, in file order until the next would pass @limit bytes (0:
+ * no limit).  Does not wait for I/O.  Stores the number of extents and
  * bytes requested when the pointers are non-NULL.  Returns 0 or PB_FAIL.
  */
-int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t *extents, uint64_t *bytes);
+int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *extents,
+		     uint64_t *bytes);
 /*
  * The same for record @r of the file open as @fd, whose content is
  * @content bytes (willneed.c): no pb_file, no messages, for the LD_AUDIT
  * module.  Returns 0 or an errno value.
  */
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
-		uint64_t *extents, uint64_t *bytes);
+		uint64_t limit, uint64_t *extents, uint64_t *bytes);
 
 /*
  * pbitmapd: what an exec of a stamped program reads (prefetch.c).  The

@@ -39,7 +39,8 @@
 
 /* ---- prefetching one file ------------------------------------------------ */
 
-int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t *extents, uint64_t *bytes)
+int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *extents,
+		     uint64_t *bytes)
 {
 	int err;
 
@@ -49,7 +50,7 @@ int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t *extents, uint64_
 		*bytes = 0;
 	if (!f->has_record)
 		return 0;
-	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), gap, extents, bytes);
+	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), gap, limit, extents, bytes);
 	if (err) {
 		errno = err;
 		return pb_error_errno(f->path, "posix_fadvise");
@@ -88,7 +89,7 @@ static int prefetch_path(const char *path)
 		else
 			pb_note(path, "no bitmap; nothing to prefetch");
 	} else {
-		ret = pb_prefetch_file(&f, PB_WILLNEED_GAP, &extents, &bytes);
+		ret = pb_prefetch_file(&f, PB_WILLNEED_GAP, 0, &extents, &bytes);
 		if (!ret && pb_verbose)
 			printf("%s: %" PRIu64 " extents, %" PRIu64 " bytes\n", path,
 			       extents, bytes);
@@ -461,7 +462,8 @@ static void prefetch_object(struct loadset *ls, const char *path, unsigned int f
 	}
 	if (pb_open(&f, path, PB_OPEN_FOLLOW | PB_OPEN_PROBE | flags))
 		return;
-	if (f.has_record && !pb_prefetch_file(&f, ls->gap, &extents, &bytes)) {
+	if (f.has_record && !pb_prefetch_file(&f, ls->gap, ls->budget ? ls->budget - ls->bytes : 0,
+					      &extents, &bytes)) {
 		ls->files++;
 		ls->extents += extents;
 		ls->bytes += bytes;
@@ -1143,7 +1145,7 @@ int pb_exec_begin(struct pb_file *f, const char *name, struct pb_exec_prefetch *
 	elf_version(EV_CURRENT);
 	if (pb_open(f, name, PB_OPEN_FOLLOW | PB_OPEN_PROBE))
 		return PB_NONE;
-	if (f->has_record && !pb_prefetch_file(f, p->gap, &extents, &bytes)) {
+	if (f->has_record && !pb_prefetch_file(f, p->gap, p->budget, &extents, &bytes)) {
 		p->files++;
 		p->extents += extents;
 		p->bytes += bytes;

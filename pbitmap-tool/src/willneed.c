@@ -14,7 +14,7 @@
 #include "pbitmap.h"
 
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
-		uint64_t *extents, uint64_t *bytes)
+		uint64_t limit, uint64_t *extents, uint64_t *bytes)
 {
 	uint64_t nr = pb_nr_pages(r), first, count, n_ext = 0, n_bytes = 0;
 	unsigned int shift = pb_page_shift(r);
@@ -38,6 +38,8 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 			end = content;	/* the last granule may be partial */
 		if (off >= end)
 			break;
+		if (limit && n_bytes + (end - off) > limit)
+			break;	/* the budget: the file's first ranges, which start-up needs first */
 		err = posix_fadvise(fd, (off_t)off, (off_t)(end - off), POSIX_FADV_WILLNEED);
 		if (err)
 			break;

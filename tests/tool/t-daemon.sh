@@ -16,8 +16,10 @@
 #     /bin/true exec'd 3 times (2.5 s apart) is read ahead 3 times, with
 #     its own marked pages at least (files >= 3, bytes > 0; /bin/true may
 #     be gone before its root is looked at: then those only), and an unstamped one is
-#     counted as unstamped and never read ahead; pbitmap status says
-#     "running"; SIGTERM ends it with status 0 and no sanitizer report.
+#     counted as unstamped and never read ahead; a stamped 4 MiB data file
+#     opened (and not read) has its marked pages 10-20 read ahead and pages
+#     300-399 not; pbitmap status says "running"; SIGTERM ends it with
+#     status 0 and no sanitizer report.
 
 source "$(dirname "$0")/../lib.sh"
 need timeout stat
@@ -99,6 +101,32 @@ for _ in $(seq 100); do [[ $(counter prefetched) == 3 && $(counter pending) == 0
 	fail "counters: $(tr '\n' ' ' <status)"
 XX
 if grep -q "$d/plain" daemon.log; then fail "an unstamped program was read ahead: $(cat daemon.log)"; fi
+# a data file: read ahead when opened, its marked pages only
+head -c $((4 << 20)) /dev/urandom >data || fail "cannot write data"
+"$PBITMAP" add -q data && "$PBITMAP" set -q --pages 10-20 data || fail "cannot stamp data"
+python3 -c 'import os, sys
+fd = os.open(sys.argv[1], os.O_RDONLY); os.fdatasync(fd)
+os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' data
+sleep 2.5	# pbitmap's own opens of it are "recent" for 2 s
+p0=$(counter data_prefetched)
+python3 -c 'import sys; open(sys.argv[1]).close()' data	# opened, nothing read
+for _ in $(seq 100); do [[ $(counter data_prefetched) -gt $p0 && $(counter pending) == 0 ]] && break; sleep 0.1; done
+[[ $(counter data_prefetched) -gt $p0 ]] || fail "a stamped data file opened was not read ahead: $(cat status)"
+resident=$(python3 - data <<'PY'
+import ctypes, mmap, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+libc.mmap.restype = ctypes.c_void_p
+libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
+fd = os.open(sys.argv[1], os.O_RDONLY)
+size = os.fstat(fd).st_size
+addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+vec = ctypes.create_string_buffer(size // mmap.PAGESIZE)
+assert libc.mincore(addr, size, vec) == 0
+print(sum(vec.raw[n] & 1 for n in range(10, 21)), sum(vec.raw[n] & 1 for n in range(300, 400)))
+PY
+)
+[[ $resident == "11 0" ]] || fail "the data file's pages 10-20 resident and 300-399 not: got '$resident' (of 11, of 100)"
 expect_status 0 "$PBITMAP" status -s "$d/status"
 grep -q "^pbitmapd: running (pid $dpid)" "$OUT" || fail "status: $(cat "$OUT")"
 kill -TERM "$dpid"
@@ -107,4 +135,4 @@ wait "$dpid" || rc=$?
 ((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
 if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
 note "$(tr '\n' ' ' <status)"
-pass "the daemon (ASan) on $(uname -r): a stamped program read ahead at each exec, an unstamped one never; SIGTERM: 0"
+pass "the daemon (ASan) on $(uname -r): a stamped program read ahead at each exec, an unstamped one never, a data file at its open; SIGTERM: 0"
