@@ -66,62 +66,6 @@ static void say(const char *path, const char *fmt, ...)
 	fputc('\n', stderr);
 }
 
-/*
- * The object's record into @r, checked as the kernel checks it
- * (pbitmap_record_valid(): the marker, a valid slot, and a header that
- * agrees with the marker and the file's size), so that a crafted file costs
- * no more here than in the kernel.  NULL, or why not.
- */
-static const char *read_record(int fd, const struct stat *st, struct pb_record *r)
-{
-	struct pbitmap_marker m;
-	unsigned char *section;
-	uint64_t off, size;
-	const char *why = NULL;
-	size_t stride, slot;
-	ssize_t len;
-	int cur;
-
-	len = fgetxattr(fd, PBITMAP_XATTR_NAME, &m, sizeof(m));
-	if (len < 0)
-		return errno == ENODATA ? "not stamped" : "cannot read user.pbitmap";
-	why = pb_marker_check(&m, (size_t)len, NULL);
-	if (why)
-		return why;
-	off = le64toh(m.record_offset);
-	size = le32toh(m.record_size);
-	if (le64toh(m.file_size) != (uint64_t)st->st_size || off > (uint64_t)st->st_size ||
-	    size > (uint64_t)st->st_size - off)
-		return "the marker was made for a file of another size";
-	slot = pb_slot_size(size, &stride);
-	if (!slot)
-		return "the section size holds no two record slots";
-	section = malloc(size);
-	if (!section)
-		return "out of memory";
-	if (pread(fd, section, size, (off_t)off) != (ssize_t)size) {
-		free(section);
-		return "cannot read the record";
-	}
-	cur = pb_slot_current(section, size, &why);
-	if (cur >= 0) {
-		const struct pbitmap_header *h = (const void *)(section + (size_t)cur * stride);
-		uint64_t content = le64toh(h->content_size), tail = le64toh(h->tail_size);
-
-		if (le64toh(h->record_offset) != off || content > off ||
-		    tail != (uint64_t)st->st_size - content)
-			why = "the record does not agree with the marker and the file's size";
-		else if (le32toh(h->flags) & PBITMAP_F_XATTR)
-			why = "an attribute's record in an ELF section";
-		else if (pb_record_from(r, h, slot))
-			why = "out of memory";
-	} else if (!why) {
-		why = "no valid record";
-	}
-	free(section);
-	return why;
-}
-
 static void prefetch(const char *path, const char *name)
 {
 	struct pb_record r = { 0 };
@@ -144,7 +88,7 @@ static void prefetch(const char *path, const char *name)
 		close(fd);
 		return;
 	}
-	why = read_record(fd, &st, &r);
+	why = pb_marker_record(fd, &st, &r);
 	if (!why) {
 		err = pb_willneed(fd, &r, le64toh(pb_hdr(&r)->content_size), PB_WILLNEED_GAP, 0,
 				  &extents, &bytes);

@@ -562,6 +562,45 @@ static void child_limits(void)
 }
 
 /*
+ * The program's own marked pages, first: its record found through its
+ * marker (one attribute look-up, one read; no ELF parsing on a start-up's
+ * critical path).  0, or PB_NONE for a record the kernel would refuse too.
+ */
+static int exe_pages(int fd, struct pb_record *rec, struct stat *st, struct pb_exec_prefetch *p)
+{
+	uint64_t extents, bytes;
+
+	if (fstat(fd, st) || pb_marker_record(fd, st, rec))
+		return PB_NONE;
+	if (pb_willneed(fd, rec, le64toh(pb_hdr(rec)->content_size), p->gap, p->budget,
+			&extents, &bytes))
+		return 0;
+	p->files++;
+	p->extents += extents;
+	p->bytes += bytes;
+	return 0;
+}
+
+/*
+ * A script exec'd, whose record is in its attribute as a data file's: its
+ * own marked pages only (the interpreter's exec is an event of its own).
+ */
+static int script_pages(int fd, struct pb_exec_prefetch *p)
+{
+	struct pb_file f;
+	char self[64];
+	int ret;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	ret = pb_prefetch_name(&f, self, p);
+	if (!ret && !f.has_record)
+		ret = PB_NONE;
+	if (!ret)
+		pb_close(&f);
+	return ret;
+}
+
+/*
  * One stamped exec: the task taken (before any read, while it runs), the
  * program's own pages read (they are needed first), then, in its root
  * and as its user, its plan or its libraries.
@@ -569,9 +608,10 @@ static void child_limits(void)
 static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 {
 	struct report r = { .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
+	struct pb_record rec = { 0 };
 	static struct task t;
-	struct pb_file f;
-	char self[64];
+	bool script = false;
+	struct stat st;
 	int ret;
 
 	child_limits();
@@ -581,19 +621,23 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 		child_report(report_fd, &r);
 	}
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", exe_fd);
-	ret = pb_exec_begin(&f, self, &r.p);
-	if (!ret && !r.gone) {
+	ret = exe_pages(exe_fd, &rec, &st, &r.p);
+	if (ret == PB_NONE) {
+		ret = script_pages(exe_fd, &r.p);
+		script = !ret;		/* nothing more to do for it */
+	}
+	if (!ret && !r.gone && !script) {
 		ret = enter_task(&t);
 		if (!ret) {
 			pb_confine_local(d.local, d.nr_local);
-			ret = pb_exec_rest(&f, t.exe, &r.p);
+			ret = pb_exec_rest(&rec, &st, t.exe, &r.p);
 		}
 	}
 	if (pb_verbose)
-		pb_note(r.gone ? self : t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
+		pb_note(r.gone ? "(gone)" : t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
 			" extents, %" PRIu64 " bytes", (int)pid,
-			ret ? "not the file exec'd" : r.gone ? "gone; its own pages only" :
+			ret ? "not read ahead" : script ? "a script: its own pages" :
+			r.gone ? "gone; its own pages only" :
 			r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
 	r.result = ret;
 	child_report(report_fd, &r);
@@ -734,7 +778,7 @@ static void data_child(int fd, pid_t pid, int report_fd)
 		child_report(report_fd, &r);
 	}
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	r.result = pb_exec_begin(&f, self, &r.p);
+	r.result = pb_prefetch_name(&f, self, &r.p);
 	if (pb_verbose) {
 		char name[PATH_MAX];
 		ssize_t n = readlink(self, name, sizeof(name) - 1);

@@ -18,8 +18,11 @@
 #include <inttypes.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/xattr.h>
+#include <unistd.h>
 #include <zlib.h>
 
 #include "pbitmap.h"
@@ -156,4 +159,55 @@ void pb_marker_warn_unsupported(const struct pb_file *f)
 {
 	pb_error(f->path, "cannot set the " PBITMAP_XATTR_NAME " marker (the filesystem does "
 		 "not support user extended attributes): the kernel will not prefetch it");
+}
+
+/* The record through the marker: see pbitmap.h. */
+const char *pb_marker_record(int fd, const struct stat *st, struct pb_record *r)
+{
+	struct pbitmap_marker m;
+	unsigned char *section;
+	uint64_t off, size;
+	const char *why = NULL;
+	size_t stride, slot;
+	ssize_t len;
+	int cur;
+
+	len = fgetxattr(fd, PBITMAP_XATTR_NAME, &m, sizeof(m));
+	if (len < 0)
+		return errno == ENODATA ? "not stamped" : "cannot read user.pbitmap";
+	why = pb_marker_check(&m, (size_t)len, NULL);
+	if (why)
+		return why;
+	off = le64toh(m.record_offset);
+	size = le32toh(m.record_size);
+	if (le64toh(m.file_size) != (uint64_t)st->st_size || off > (uint64_t)st->st_size ||
+	    size > (uint64_t)st->st_size - off)
+		return "the marker was made for a file of another size";
+	slot = pb_slot_size(size, &stride);
+	if (!slot)
+		return "the section size holds no two record slots";
+	section = malloc(size);
+	if (!section)
+		return "out of memory";
+	if (pread(fd, section, size, (off_t)off) != (ssize_t)size) {
+		free(section);
+		return "cannot read the record";
+	}
+	cur = pb_slot_current(section, size, &why);
+	if (cur >= 0) {
+		const struct pbitmap_header *h = (const void *)(section + (size_t)cur * stride);
+		uint64_t content = le64toh(h->content_size), tail = le64toh(h->tail_size);
+
+		if (le64toh(h->record_offset) != off || content > off ||
+		    tail != (uint64_t)st->st_size - content)
+			why = "the record does not agree with the marker and the file's size";
+		else if (le32toh(h->flags) & PBITMAP_F_XATTR)
+			why = "an attribute's record in an ELF section";
+		else if (pb_record_from(r, h, slot))
+			why = "out of memory";
+	} else if (!why) {
+		why = "no valid record";
+	}
+	free(section);
+	return why;
 }

@@ -496,6 +496,16 @@ void pb_marker_make(struct pbitmap_marker *m, uint64_t record_offset,
 const char *pb_marker_check(const void *val, size_t len, const struct pbitmap_marker *want);
 /* Does an attribute value start with the marker's magic? */
 bool pb_marker_is_one(const void *val, size_t len);
+/*
+ * The record of the stamped ELF file open as @fd (@st its fstat()) into
+ * @r, found through its marker: one attribute look-up and one read, no
+ * ELF parsing, checked as the kernel checks it (pbitmap_record_valid():
+ * the marker, a valid slot, and a header that agrees with the marker and
+ * the file's size), so that a crafted file costs no more here than in the
+ * kernel.  For the LD_AUDIT module and pbitmapd, which read records on a
+ * program's start-up path.  NULL, or why not.
+ */
+const char *pb_marker_record(int fd, const struct stat *st, struct pb_record *r);
 /* Read f->fd's marker and set f->marker and f->marker_why against @want
  * (NULL: the file is not stamped, and should carry none). */
 void pb_marker_load(struct pb_file *f, const struct pbitmap_marker *want);
@@ -640,16 +650,21 @@ struct pb_exec_prefetch {
 	uint64_t skip_budget;	/* files left out: the budget was spent */
 };
 /*
- * Read ahead for an exec, in two steps.  pb_exec_begin(): open the file
- * exec'd (@name: its /proc/self/fd link, so no look-up) into @f and read
- * its own marked pages, before anything else, as the kernel does at exec.
- * Returns 0, or PB_NONE if it cannot be opened.  pb_exec_rest(), in the
- * task's root with its credentials (@exe: its path there): the plan of @f
- * when it has one, else the objects ld.so will map for it, ignoring the
- * environment (the daemon's, not the program's).  Returns 0, or PB_NONE
- * when @exe no longer leads to @f.  The caller closes @f.
+ * Open @name into @f and read its marked pages within @p's gap and
+ * budget (pbitmapd: a data file at its open, named by its /proc/self/fd
+ * link).  Returns 0, or PB_NONE if it cannot be opened.  The caller
+ * closes @f.
  */
-int pb_exec_begin(struct pb_file *f, const char *name, struct pb_exec_prefetch *p);
-int pb_exec_rest(const struct pb_file *f, const char *exe, struct pb_exec_prefetch *p);
+int pb_prefetch_name(struct pb_file *f, const char *name, struct pb_exec_prefetch *p);
+/*
+ * The rest of an exec's read-ahead, once the program's own pages are on
+ * their way (its record @r, @st its fstat()), in the task's root with its
+ * credentials (@exe: its path there): the plan in @r when it has one,
+ * else the objects ld.so will map for it, ignoring the environment (the
+ * daemon's, not the program's).  Returns 0, or PB_NONE when @exe no
+ * longer leads to that file.
+ */
+int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
+		 struct pb_exec_prefetch *p);
 
 #endif /* PBITMAP_H */

@@ -1138,7 +1138,7 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 	}
 }
 
-int pb_exec_begin(struct pb_file *f, const char *name, struct pb_exec_prefetch *p)
+int pb_prefetch_name(struct pb_file *f, const char *name, struct pb_exec_prefetch *p)
 {
 	uint64_t extents, bytes;
 
@@ -1153,7 +1153,8 @@ int pb_exec_begin(struct pb_file *f, const char *name, struct pb_exec_prefetch *
 	return 0;
 }
 
-int pb_exec_rest(const struct pb_file *f, const char *exe, struct pb_exec_prefetch *p)
+int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
+		 struct pb_exec_prefetch *p)
 {
 	struct loadset ls = { .gap = p->gap, .budget = p->budget, .secure = true,
 			      .exe_done = true, .bytes = p->bytes };
@@ -1162,15 +1163,15 @@ int pb_exec_rest(const struct pb_file *f, const char *exe, struct pb_exec_prefet
 	size_t size = 0;
 	int ret = 0;
 
-	area = f->has_record ? pb_plan_area(&f->rec, &size) : NULL;
+	area = pb_plan_area(r, &size);
 	p->plan = area && !pb_plan_check(area, size) && pb_plan_read(area, size, &v);
 	if (p->plan) {
 		prefetch_plan(&v, p);
 		return 0;
 	}
 	/* secure: the environment here is the daemon's, not the program's */
-	if (load_object(&ls, exe, 0, NULL) != 0 || ls.objs[0].dev != f->st.st_dev ||
-	    ls.objs[0].ino != f->st.st_ino)
+	if (load_object(&ls, exe, 0, NULL) != 0 || ls.objs[0].dev != st->st_dev ||
+	    ls.objs[0].ino != st->st_ino)
 		ret = PB_NONE;	/* replaced since the exec, or another root */
 	else
 		prefetch_needed(&ls, exe);

@@ -71,9 +71,10 @@ if [[ $errors != 0 || $skipped != 0 ]]; then
 	note "problem lines:"
 	grep -v '^pbitmap: [0-9]* files stamped' "$ERR" | sed 's/^/#   /'
 fi
-# the package's ELF files and pbitmap's own launcher, pbitmap-run
-((stamped + errors + skipped == nelf + 1)) ||
-	fail "$nelf ELF executables/libraries in the package and pbitmap-run, but $stamped stamped + $errors errors + $skipped skipped"
+# the package's ELF files and pbitmap's own launcher and daemon, pbitmap-run
+# and pbitmapd
+((stamped + errors + skipped == nelf + 2)) ||
+	fail "$nelf ELF executables/libraries in the package, pbitmap-run and pbitmapd, but $stamped stamped + $errors errors + $skipped skipped"
 ((stamped > 0)) || fail "nothing stamped"
 # Every error must be pbitmap refusing a file it cannot stamp.
 [[ -z $(grep -v '^pbitmap: [0-9]* files stamped' "$ERR" | grep -v -E 'no section header table|extended section numbering|section header|big-endian|unsupported|is being executed') ]] ||
@@ -90,9 +91,9 @@ note "stamp --rpm-all afterwards: $(summary_of "$d/again")"
 
 # Every pbitmap upgrade replays the whole system: cheap when all is stamped.
 expect_status 0 rpmi -U --replacepkgs "$PB_RPM"
-# (the package's new, unstamped pbitmap-run is stamped again)
-[[ $(summary_count stamped "$ERR") == 1 && $(summary_count already "$ERR") == $((stamped - 1)) ]] ||
-	fail "reinstalling pbitmap: $(summary_of "$ERR") (expected 1 stamped, the new pbitmap-run, $((stamped - 1)) already; the new /usr/bin/pbitmap is the one running)"
+# (the package's new, unstamped pbitmap-run and pbitmapd are stamped again)
+[[ $(summary_count stamped "$ERR") == 2 && $(summary_count already "$ERR") == $((stamped - 2)) ]] ||
+	fail "reinstalling pbitmap: $(summary_of "$ERR") (expected 2 stamped, the new pbitmap-run and pbitmapd, $((stamped - 2)) already; the new /usr/bin/pbitmap is the one running)"
 note "pbitmap reinstalled (the replay of every upgrade): $(summary_of "$ERR")"
 
 for prog in ls sort; do

@@ -25,9 +25,10 @@ note "sample output: $out1 / $out2"
 
 expect_status 0 rpmi -i "$PB_RPM"
 summary_of "$ERR" >/dev/null
-# its own launcher, pbitmap-run (pbitmap itself is the one running)
-assert_summary "$ERR" 1 0 0 0
-assert_stamped "$R/usr/bin/pbitmap-run"
+# its own launcher and daemon, pbitmap-run and pbitmapd (pbitmap itself is
+# the one running)
+assert_summary "$ERR" 2 0 0 0
+assert_stamped "$R/usr/bin/pbitmap-run" "$R/usr/sbin/pbitmapd"
 pass "pbitmap installed: $(summary_of "$ERR")"
 chroot "$R" /usr/bin/pbitmap --version >/dev/null || fail "pbitmap does not run inside the root"
 

@@ -38,8 +38,8 @@ $want
 got
 $(cat "$OUT")"
 verify 0 -a
-# -a: the pbitmap package's launcher, stamped by the trigger, too
-want_all=$(printf '%s\n' "$want" ".........    /usr/bin/pbitmap-run$MARK" | sort)
+# -a: the pbitmap package's launcher and daemon, stamped by the trigger, too
+want_all=$(printf '%s\n' "$want" ".........    /usr/bin/pbitmap-run$MARK" ".........    /usr/sbin/pbitmapd$MARK" | sort)
 [[ $(sort "$OUT") == "$want_all" ]] || fail "rpm-verify -a: $(cat "$OUT")"
 pass "stamped files as packaged: S and 5 cleared, marked, exit 0 (PKG and -a)"
 
