@@ -51,6 +51,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <linux/capability.h>
 #include <sys/fanotify.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
@@ -84,6 +85,7 @@ struct fanotify_event_info_pidfd {
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same */
 #define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
+#define MAX_CHILDREN	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
 
 struct config {
 	bool enabled;		/* PBITMAP_DAEMON=yes */
@@ -119,10 +121,21 @@ static struct {
 	size_t nr_fs;
 	struct counters n;
 	unsigned int children;
+	/* each child and when it started: one that overstays is killed */
+	struct { pid_t pid; uint64_t start_ms; } kids[MAX_CHILDREN];
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
-} d = { .kernel_fd = -1 };
+	int own_fds[4];		/* the two groups, the signalfd, the reports' read end */
+} d = { .kernel_fd = -1, .own_fds = { -1, -1, -1, -1 } };
+
+static uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
 
 static const char usage_text[] =
 	"Usage: pbitmapd [-c FILE] [-s FILE] [-v]\n"
@@ -432,7 +445,12 @@ static uint64_t exec_budget(pid_t pid)
 
 /* ---- one exec, in a child ------------------------------------------------ */
 
-/* fsuid, fsgid and groups of @pid (as this process's namespace sees them). */
+/*
+ * The real user, real group and groups of @pid (as this process's
+ * namespace sees them).  Real, not effective: the process may be past
+ * another exec by now, of a set-user-ID program whose effective user
+ * would read what the user who started it may not.
+ */
 static int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr)
 {
 	char path[64], *buf = NULL, *p, *end;
@@ -448,10 +466,10 @@ static int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr)
 	*nr = 0;
 	while (getline(&buf, &cap, fp) > 0) {
 		if (sscanf(buf, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
-			*uid = u[3];
+			*uid = u[0];
 			found |= 1;
 		} else if (sscanf(buf, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &g[3]) == 4) {
-			*gid = g[3];
+			*gid = g[0];
 			found |= 2;
 		} else if (!strncmp(buf, "Groups:", 7)) {
 			for (p = buf + 7; *nr < NGROUPS_MAX; p = end) {
@@ -505,6 +523,7 @@ struct task {
 	int nr_groups;
 	gid_t groups[NGROUPS_MAX];
 	char exe[PATH_MAX];	/* the file exec'd, as the task names it */
+	unsigned char marker[sizeof(struct pbitmap_marker)];	/* its user.pbitmap, or zeros */
 };
 
 /*
@@ -516,6 +535,8 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 {
 	char path[64];
 
+	if (fgetxattr(exe_fd, "user.pbitmap", t->marker, sizeof(t->marker)) != sizeof(t->marker))
+		memset(t->marker, 0, sizeof(t->marker));
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->root < 0 || task_creds(pid, &t->uid, &t->gid, t->groups, &t->nr_groups) ||
@@ -530,12 +551,32 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 	return 0;
 }
 
-/* Become the exec'ing task, as far as reading files goes.  0 or PB_FAIL. */
+/*
+ * No capability left, whatever the user (root's included: a container's
+ * root must not read with the daemon's DAC_READ_SEARCH), and the parent's
+ * death still kills us (a change of credentials clears PDEATHSIG).
+ */
+static int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+
+	if (setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) ||
+	    setresuid(uid, uid, uid) || syscall(SYS_capset, &hdr, none) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
+		return PB_FAIL;
+	return 0;
+}
+
+/*
+ * Become the exec'ing task, as far as reading files goes: its root, its
+ * real user and groups, no capability.  0 or PB_FAIL.  The security
+ * modules still see the daemon's own label, not the task's.
+ */
 static int enter_task(const struct task *t)
 {
 	if (fchdir(t->root) || chroot(".") || chdir("/") ||
-	    setgroups((size_t)t->nr_groups, t->groups) || setresgid(t->gid, t->gid, t->gid) ||
-	    setresuid(t->uid, t->uid, t->uid) || prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0))
+	    drop_privileges(t->uid, t->gid, t->groups, t->nr_groups))
 		return PB_FAIL;
 	close(t->root);
 	return 0;
@@ -549,14 +590,35 @@ static void __attribute__((noreturn)) child_report(int report_fd, const struct r
 	_exit(0);
 }
 
-/* Limits, so that a crafted record or plan costs bounded work. */
+/*
+ * Limits, so that a crafted record or plan costs bounded work; none of
+ * the daemon's descriptors (a filesystem's root is a way out of a
+ * chroot); signals as for any process (the parent blocks them).
+ */
 static void child_limits(void)
 {
 	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
+	sigset_t none;
 
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (size_t i = 0; i < d.nr_fs; i++)
+		close(d.fs[i].fd);
+	for (size_t i = 0; i < sizeof(d.own_fds) / sizeof(d.own_fds[0]); i++)
+		if (d.own_fds[i] >= 0)
+			close(d.own_fds[i]);
+	if (d.kernel_fd >= 0)
+		close(d.kernel_fd);
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(CHILD_SECONDS);
 	setrlimit(RLIMIT_CPU, &cpu);
+#if !defined(__SANITIZE_ADDRESS__)
+	{	/* a crafted ELF file must not make libelf take gigabytes */
+		struct rlimit data = { 512 << 20, 512 << 20 };
+
+		setrlimit(RLIMIT_DATA, &data);
+	}
+#endif
 	/* best effort, level 4: the class of the program whose start it serves */
 	syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, (2 << 13) | 4);
 }
@@ -566,11 +628,12 @@ static void child_limits(void)
  * marker (one attribute look-up, one read; no ELF parsing on a start-up's
  * critical path).  0, or PB_NONE for a record the kernel would refuse too.
  */
-static int exe_pages(int fd, struct pb_record *rec, struct stat *st, struct pb_exec_prefetch *p)
+static int exe_pages(int fd, struct pb_record *rec, const struct stat *st,
+		     struct pb_exec_prefetch *p)
 {
 	uint64_t extents, bytes;
 
-	if (fstat(fd, st) || pb_marker_record(fd, st, rec))
+	if (pb_marker_record(fd, st, rec))
 		return PB_NONE;
 	if (pb_willneed(fd, rec, le64toh(pb_hdr(rec)->content_size), p->gap, p->budget,
 			&extents, &bytes))
@@ -582,22 +645,33 @@ static int exe_pages(int fd, struct pb_record *rec, struct stat *st, struct pb_e
 }
 
 /*
- * A script exec'd, whose record is in its attribute as a data file's: its
- * own marked pages only (the interpreter's exec is an event of its own).
+ * A record kept in user.pbitmap, as a data file keeps it (a data file at
+ * its open, a script exec'd): its marked pages.  The value is read as
+ * root; it is decoded (zstd, the record's checks) as nobody, with no
+ * capability: a file anybody can label is not parsed with the daemon's
+ * privileges.  0, or PB_NONE when it holds no valid record.
  */
-static int script_pages(int fd, struct pb_exec_prefetch *p)
+static int xattr_pages(int fd, struct pb_exec_prefetch *p)
 {
-	struct pb_file f;
-	char self[64];
-	int ret;
+	static unsigned char value[65536];	/* the largest attribute value */
+	uint64_t content, extents, bytes;
+	struct pb_record r = { 0 };
+	struct stat st;
+	ssize_t n = fgetxattr(fd, "user.pbitmap", value, sizeof(value));
 
-	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	ret = pb_prefetch_name(&f, self, p);
-	if (!ret && !f.has_record)
-		ret = PB_NONE;
-	if (!ret)
-		pb_close(&f);
-	return ret;
+	if (n <= 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    drop_privileges(65534, 65534, NULL, 0) || pb_xattr_decode(value, (size_t)n, &r))
+		return PB_NONE;
+	content = le64toh(pb_hdr(&r)->content_size);
+	if (content > (uint64_t)st.st_size)
+		content = (uint64_t)st.st_size;
+	if (!pb_willneed(fd, &r, content, p->gap, p->budget, &extents, &bytes)) {
+		p->files++;
+		p->extents += extents;
+		p->bytes += bytes;
+	}
+	pb_record_free(&r);
+	return 0;
 }
 
 /*
@@ -621,10 +695,17 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 		child_report(report_fd, &r);
 	}
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
-	ret = exe_pages(exe_fd, &rec, &st, &r.p);
-	if (ret == PB_NONE) {
-		ret = script_pages(exe_fd, &r.p);
-		script = !ret;		/* nothing more to do for it */
+	ret = fstat(exe_fd, &st) ? PB_FAIL : exe_pages(exe_fd, &rec, &st, &r.p);
+	if (ret == PB_NONE && pb_marker_is_one(t.marker, sizeof(t.marker))) {
+		/*
+		 * A marker, and a record the kernel would refuse (a crafted
+		 * plan, say): no pages of its own, as in the kernel, but the
+		 * libraries' still.
+		 */
+		ret = 0;
+	} else if (ret == PB_NONE) {	/* a script: its own pages, nothing more */
+		ret = xattr_pages(exe_fd, &r.p);
+		script = !ret;
 	}
 	if (!ret && !r.gone && !script) {
 		ret = enter_task(&t);
@@ -644,6 +725,42 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 }
 
 /* ---- the parent ---------------------------------------------------------- */
+
+static void kid_started(pid_t pid)
+{
+	d.children++;
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (!d.kids[i].pid) {
+			d.kids[i].pid = pid;
+			d.kids[i].start_ms = now_ms();
+			return;
+		}
+}
+
+static void kid_ended(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (d.kids[i].pid == pid) {
+			d.kids[i].pid = 0;
+			if (d.children)
+				d.children--;
+			return;
+		}
+}
+
+/*
+ * A child past its alarm is stopped (its user may SIGSTOP it once it has
+ * the user's credentials, and a stopped process gets no SIGALRM): killed,
+ * so that no user can fill the slots and turn the daemon off.
+ */
+static void kill_overstayed(void)
+{
+	uint64_t now = now_ms();
+
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (d.kids[i].pid && now - d.kids[i].start_ms > (CHILD_SECONDS + 2) * 1000)
+			kill(d.kids[i].pid, SIGKILL);
+}
 
 static bool seen_recently(dev_t dev, ino_t ino, time_t now)
 {
@@ -670,7 +787,8 @@ static bool wanted(int fd, time_t now)
 	struct stat st;
 
 	d.n.execs++;
-	if (fgetxattr(fd, "user.pbitmap", marker, sizeof(marker)) < 0) {
+	/* ERANGE: a value longer than a marker, a script's record */
+	if (fgetxattr(fd, "user.pbitmap", marker, sizeof(marker)) < 0 && errno != ERANGE) {
 		d.n.unstamped++;
 		return false;
 	}
@@ -721,7 +839,7 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 		if (child == 0)
 			exec_child(m->fd, m->pid, pidfd, report_fd);
 		if (child > 0)
-			d.children++;
+			kid_started(child);
 		else
 			d.n.skip_failed++;
 	}
@@ -768,8 +886,9 @@ static bool data_wanted(int fd, time_t now)
 static void data_child(int fd, pid_t pid, int report_fd)
 {
 	struct report r = { .data = true, .p = { .gap = d.cfg.gap, .budget = exec_budget(pid) } };
-	struct pb_file f;
-	char self[64];
+	char self[64], name[PATH_MAX];
+	ssize_t n;
+	int rfd;
 
 	child_limits();
 	if (!r.p.budget) {
@@ -777,16 +896,15 @@ static void data_child(int fd, pid_t pid, int report_fd)
 		r.result = PB_FAIL;
 		child_report(report_fd, &r);
 	}
+	/* the same inode as checked, now for reading (its O_PATH descriptor) */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	r.result = pb_prefetch_name(&f, self, &r.p);
-	if (pb_verbose) {
-		char name[PATH_MAX];
-		ssize_t n = readlink(self, name, sizeof(name) - 1);
-
-		name[n > 0 ? n : 0] = '\0';
+	n = pb_verbose ? readlink(self, name, sizeof(name) - 1) : -1;
+	name[n > 0 ? n : 0] = '\0';
+	rfd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	r.result = rfd < 0 ? PB_NONE : xattr_pages(rfd, &r.p);
+	if (pb_verbose)
 		pb_note(n > 0 ? name : self, "opened by pid %d: data file, %" PRIu64 " extents, %"
 			PRIu64 " bytes", (int)pid, r.p.extents, r.p.bytes);
-	}
 	child_report(report_fd, &r);
 }
 
@@ -812,7 +930,7 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 		if (child == 0)
 			data_child(fd, m->pid, report_fd);
 		if (child > 0)
-			d.children++;
+			kid_started(child);
 		else
 			d.n.skip_failed++;
 	}
@@ -832,7 +950,7 @@ static void read_events(int fan, int report_fd,
 		struct fanotify_event_metadata m;
 		char bytes[sizeof(buf)];
 	} ev;
-	time_t now = time(NULL);
+	time_t now = (time_t)(now_ms() / 1000);	/* monotonic: a clock step changes nothing */
 	ssize_t n = read(fan, buf, sizeof(buf));
 
 	for (size_t off = 0; n > 0 && off + FAN_EVENT_METADATA_LEN <= (size_t)n;) {
@@ -876,11 +994,18 @@ static void write_status(void)
 {
 	char tmp[PATH_MAX];
 	FILE *fp;
+	int fd;
 
 	snprintf(tmp, sizeof(tmp), "%s.tmp", d.status_path);
-	fp = fopen(tmp, "we");
-	if (!fp)
+	unlink(tmp);
+	/* root's only (other users' execs are not theirs to count); no link followed */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fp = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!fp) {
+		if (fd >= 0)
+			close(fd);
 		return;
+	}
 	fprintf(fp, "pid %d\npending %u\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
 		"\nplans %" PRIu64 "\nopens %" PRIu64 "\ndata_prefetched %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
 		"\nskip_kernel %" PRIu64 "\nskip_recent %" PRIu64 "\nskip_busy %" PRIu64
@@ -901,10 +1026,11 @@ static bool reap(int report_fd)
 	bool any = false;
 	int status;
 
-	while (waitpid(-1, &status, WNOHANG) > 0) {
-		if (d.children)
-			d.children--;
-		if (WIFSIGNALED(status))	/* its alarm or CPU limit */
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		kid_ended(pid);
+		if (WIFSIGNALED(status))	/* its alarm, CPU limit, or kill_overstayed() */
 			d.n.skip_failed++;
 	}
 	while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
@@ -912,14 +1038,6 @@ static bool reap(int report_fd)
 		any = true;
 	}
 	return any;
-}
-
-static uint64_t now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
 /* Events seen: when it moved, the status file is due within a second. */
@@ -946,6 +1064,10 @@ static int serve(int fan, int fan_open)
 	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
 	    pipe2(pipefd, O_CLOEXEC | O_NONBLOCK))
 		return pb_error_errno(NULL, "cannot set up signals");
+	d.own_fds[0] = fan;
+	d.own_fds[1] = fan_open;
+	d.own_fds[2] = sfd;
+	d.own_fds[3] = pipefd[0];
 	write_status();
 	/*
 	 * The status file is rewritten when a read-ahead starts or ends, and
@@ -959,8 +1081,10 @@ static int serve(int fan, int fan_open)
 		unsigned int children = d.children;
 		struct signalfd_siginfo si;
 
-		if (poll(pfd, 4, seen != events_seen() ? 1000 : -1) < 0 && errno != EINTR)
+		if (poll(pfd, 4, seen != events_seen() || d.children ? 1000 : -1) < 0 &&
+		    errno != EINTR)
 			return pb_error_errno(NULL, "poll");
+		kill_overstayed();
 		if (pfd[0].revents & POLLIN)
 			read_events(fan, pipefd[1], handle_event);
 		if (pfd[1].revents & POLLIN)

@@ -650,15 +650,8 @@ struct pb_exec_prefetch {
 	uint64_t skip_budget;	/* files left out: the budget was spent */
 };
 /*
- * Open @name into @f and read its marked pages within @p's gap and
- * budget (pbitmapd: a data file at its open, named by its /proc/self/fd
- * link).  Returns 0, or PB_NONE if it cannot be opened.  The caller
- * closes @f.
- */
-int pb_prefetch_name(struct pb_file *f, const char *name, struct pb_exec_prefetch *p);
-/*
  * The rest of an exec's read-ahead, once the program's own pages are on
- * their way (its record @r, @st its fstat()), in the task's root with its
+ * their way (its record @r, empty when refused; @st its fstat()), in the task's root with its
  * credentials (@exe: its path there): the plan in @r when it has one,
  * else the objects ld.so will map for it, ignoring the environment (the
  * daemon's, not the program's).  Returns 0, or PB_NONE when @exe no

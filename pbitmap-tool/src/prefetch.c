@@ -1125,6 +1125,10 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 				end = ((uint64_t)le32toh(v->steps[s].start) + le32toh(v->steps[s].nr))
 				      << PBITMAP_PLAN_UNIT_SHIFT;
 			}
+			if (p->budget && p->bytes + (end - off) > p->budget) {
+				p->skip_budget++;	/* the rest of this file */
+				break;
+			}
 			if (posix_fadvise(fd, (off_t)off, (off_t)(end - off), POSIX_FADV_WILLNEED))
 				break;
 			p->extents++;
@@ -1138,21 +1142,6 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 	}
 }
 
-int pb_prefetch_name(struct pb_file *f, const char *name, struct pb_exec_prefetch *p)
-{
-	uint64_t extents, bytes;
-
-	elf_version(EV_CURRENT);
-	if (pb_open(f, name, PB_OPEN_FOLLOW | PB_OPEN_PROBE))
-		return PB_NONE;
-	if (f->has_record && !pb_prefetch_file(f, p->gap, p->budget, &extents, &bytes)) {
-		p->files++;
-		p->extents += extents;
-		p->bytes += bytes;
-	}
-	return 0;
-}
-
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
 		 struct pb_exec_prefetch *p)
 {
@@ -1163,7 +1152,8 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 	size_t size = 0;
 	int ret = 0;
 
-	area = pb_plan_area(r, &size);
+	elf_version(EV_CURRENT);
+	area = r->buf ? pb_plan_area(r, &size) : NULL;	/* no record: no plan */
 	p->plan = area && !pb_plan_check(area, size) && pb_plan_read(area, size, &v);
 	if (p->plan) {
 		prefetch_plan(&v, p);

@@ -13,9 +13,9 @@
 #     of a process that is gone prints "not running" and its counters (1);
 #     not a status file, an error.
 #   - The ASan build watching this host's filesystems: a stamped copy of
-#     /bin/true exec'd 3 times (2.5 s apart) is read ahead 3 times, with
-#     its own marked pages at least (files >= 3, bytes > 0; /bin/true may
-#     be gone before its root is looked at: then those only), and an unstamped one is
+#     /bin/sleep running 0.3 s, exec'd 3 times (2.5 s apart), is read ahead
+#     3 times, its own marked pages and its libraries' (per-file bitmaps,
+#     logged), and an unstamped one is
 #     counted as unstamped and never read ahead; a stamped 4 MiB data file
 #     opened (and not read) has its marked pages 10-20 read ahead and pages
 #     300-399 not; pbitmap status says "running"; SIGTERM ends it with
@@ -82,7 +82,7 @@ pass "pbitmap status: no file, a gone daemon's counters, not a status file"
 
 [[ $(stat -f -c %T "$d") != tmpfs ]] ||
 	fail "$d is on tmpfs, which pbitmapd does not watch; set TMPDIR to a directory on a disk"
-cp /bin/true stamped && cp /bin/true plain || fail "cp"
+cp /bin/sleep stamped && cp /bin/sleep plain || fail "cp"
 "$PBITMAP" add -q stamped || fail "pbitmap add"
 "$PBITMAP" set -q --pages 0-3 stamped || fail "pbitmap set"
 "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
@@ -92,7 +92,7 @@ for _ in $(seq 100); do [[ -s status ]] && break; sleep 0.1; done
 [[ -s status ]] || fail "pbitmapd wrote no status in 10 s: $(cat daemon.log)"
 counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
 for i in 1 2 3; do
-	./stamped && ./plain || fail "the programs do not run under the daemon"
+	./stamped 0.3 && ./plain 0 || fail "the programs do not run under the daemon"
 	sleep 2.5	# the same file is read ahead at most once in 2 s
 done
 for _ in $(seq 100); do [[ $(counter prefetched) == 3 && $(counter pending) == 0 ]] && break; sleep 0.1; done
@@ -101,6 +101,9 @@ for _ in $(seq 100); do [[ $(counter prefetched) == 3 && $(counter pending) == 0
 	fail "counters: $(tr '\n' ' ' <status)"
 XX
 if grep -q "$d/plain" daemon.log; then fail "an unstamped program was read ahead: $(cat daemon.log)"; fi
+# it lives 0.3 s: the daemon takes its root and follows its libraries
+(($(grep -c "^pbitmapd: $d/stamped: pid [0-9]*: per-file bitmaps" daemon.log) >= 1)) ||
+	fail "no exec of stamped read ahead with its libraries: $(cat daemon.log)"
 # a data file: read ahead when opened, its marked pages only
 head -c $((4 << 20)) /dev/urandom >data || fail "cannot write data"
 "$PBITMAP" add -q data && "$PBITMAP" set -q --pages 10-20 data || fail "cannot stamp data"
