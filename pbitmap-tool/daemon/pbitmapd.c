@@ -714,8 +714,10 @@ static void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 			ret = pb_exec_rest(&rec, &st, t.exe, &r.p);
 		}
 	}
+	if (pb_verbose && r.gone)	/* no name in its root: the name here */
+		task_path(getpid(), exe_fd, t.exe, sizeof(t.exe));
 	if (pb_verbose)
-		pb_note(r.gone ? "(gone)" : t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
+		pb_note(t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
 			" extents, %" PRIu64 " bytes", (int)pid,
 			ret ? "not read ahead" : script ? "a script: its own pages" :
 			r.gone ? "gone; its own pages only" :
