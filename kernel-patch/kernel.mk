@@ -166,7 +166,8 @@ vm-check: kernel image rpm deb stock-kernel $(BUILD)/pbitmapd
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_LSM_TESTS)) $(VM_LSM_DIR)/
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
-		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(BUILD)/pbitmapd $(VM_STOCK_DIR)/
+		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(BUILD)/pbitmapd tests/lib/resident.py \
+		$(VM_STOCK_DIR)/
 	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS) $(VM_STOCK_TESTS))
 	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
 	mkdir -p $(VM_TESTS)/modules

@@ -212,20 +212,7 @@ p0=$(counter data_prefetched)
 "${NOBODY[@]}" python3 -c 'import sys; open(sys.argv[1]).close()' "$W/dfile"	# opened, nothing read
 for _ in $(seq 100); do [ "$(counter data_prefetched)" -gt "$p0" ] && [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
 [ "$(counter data_prefetched)" -gt "$p0" ] || fail "a stamped data file opened was not read ahead"
-got=$(python3 - "$W/dfile" <<'PY'
-import ctypes, mmap, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-fd = os.open(sys.argv[1], os.O_RDONLY)
-size = os.fstat(fd).st_size
-addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-vec = ctypes.create_string_buffer(size // mmap.PAGESIZE)
-assert libc.mincore(addr, size, vec) == 0
-print(sum(vec.raw[n] & 1 for n in range(10, 21)), sum(vec.raw[n] & 1 for n in range(300, 400)))
-PY
-)
+got=$(python3 "$HERE/resident.py" "$W/dfile" 10-20 300-399)
 [ "$got" = "11 0" ] || fail "the data file's marked pages 10-20 resident, 300-399 not: got '$got' (of 11, of 100)"
 echo "data file: opened by nobody and not read, its marked pages were read ahead, nothing else"
 

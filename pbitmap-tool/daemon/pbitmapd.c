@@ -782,6 +782,25 @@ static bool kernel_prefetches(void)
 	return d.kernel_fd >= 0 && pread(d.kernel_fd, &c, 1, 0) == 1 && c != '0';
 }
 
+/*
+ * Whether a stamped file (@st) may be read ahead now, by an exec's or an
+ * open's child; counts why not.
+ */
+static bool may_start(const struct stat *st, time_t now)
+{
+	if (kernel_prefetches())
+		d.n.skip_kernel++;
+	else if (seen_recently(st->st_dev, st->st_ino, now))
+		d.n.skip_recent++;
+	else if (d.children >= d.cfg.children)
+		d.n.skip_busy++;
+	else if (d.cfg.pressure < 100 && memory_pressure() > d.cfg.pressure)
+		d.n.skip_pressure++;
+	else
+		return true;
+	return false;
+}
+
 /* Whether to hand this exec to a child; counts why not. */
 static bool wanted(int fd, time_t now)
 {
@@ -794,17 +813,11 @@ static bool wanted(int fd, time_t now)
 		d.n.unstamped++;
 		return false;
 	}
-	if (kernel_prefetches())
-		d.n.skip_kernel++;
-	else if (fstat(fd, &st) || seen_recently(st.st_dev, st.st_ino, now))
-		d.n.skip_recent++;
-	else if (d.children >= d.cfg.children)
-		d.n.skip_busy++;
-	else if (d.cfg.pressure < 100 && memory_pressure() > d.cfg.pressure)
-		d.n.skip_pressure++;
-	else
-		return true;
-	return false;
+	if (fstat(fd, &st)) {
+		d.n.skip_failed++;
+		return false;
+	}
+	return may_start(&st, now);
 }
 
 /* The event's information record of @type, or NULL. */
@@ -867,17 +880,7 @@ static bool data_wanted(int fd, time_t now)
 		return false;	/* unstamped, or an ELF file's marker: execs are the other group's */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return false;
-	if (kernel_prefetches())
-		d.n.skip_kernel++;
-	else if (seen_recently(st.st_dev, st.st_ino, now))
-		d.n.skip_recent++;
-	else if (d.children >= d.cfg.children)
-		d.n.skip_busy++;
-	else if (d.cfg.pressure < 100 && memory_pressure() > d.cfg.pressure)
-		d.n.skip_pressure++;
-	else
-		return true;
-	return false;
+	return may_start(&st, now);
 }
 
 /*

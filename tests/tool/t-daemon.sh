@@ -116,20 +116,7 @@ python3 -c 'import sys; open(sys.argv[1]).close()' data	# opened, nothing read
 seen_data() { grep -c "^pbitmapd: $d/data: opened by pid [0-9]*: data file, 1 extents" daemon.log; }
 for _ in $(seq 100); do (($(seen_data) >= 1)) && [[ $(counter pending) == 0 ]] && break; sleep 0.1; done
 (($(seen_data) >= 1)) || fail "a stamped data file opened was not read ahead: $(cat daemon.log)"
-resident=$(python3 - data <<'PY'
-import ctypes, mmap, os, sys
-libc = ctypes.CDLL(None, use_errno=True)
-libc.mmap.restype = ctypes.c_void_p
-libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
-libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_char_p]
-fd = os.open(sys.argv[1], os.O_RDONLY)
-size = os.fstat(fd).st_size
-addr = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
-vec = ctypes.create_string_buffer(size // mmap.PAGESIZE)
-assert libc.mincore(addr, size, vec) == 0
-print(sum(vec.raw[n] & 1 for n in range(10, 21)), sum(vec.raw[n] & 1 for n in range(300, 400)))
-PY
-)
+resident=$(python3 "$TOP/tests/lib/resident.py" data 10-20 300-399)
 [[ $resident == "11 0" ]] || fail "the data file's pages 10-20 resident and 300-399 not: got '$resident' (of 11, of 100)"
 expect_status 0 "$PBITMAP" status -s "$d/status"
 grep -q "^pbitmapd: running (pid $dpid)" "$OUT" || fail "status: $(cat "$OUT")"
