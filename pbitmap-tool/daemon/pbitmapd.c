@@ -80,7 +80,6 @@ struct fanotify_event_info_pidfd {
 #endif
 
 #define DEFAULT_CONFIG	"/etc/pbitmap.conf"
-#define DEFAULT_STATUS	"/run/pbitmapd/status"
 #define MAX_LOCAL_FS	256
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same */
@@ -143,7 +142,7 @@ static const char usage_text[] =
 	"Read the marked pages of stamped programs at their exec, on any kernel.\n"
 	"\n"
 	"  -c, --config FILE   settings (default " DEFAULT_CONFIG ")\n"
-	"  -s, --status FILE   where to keep the counters (default " DEFAULT_STATUS ")\n"
+	"  -s, --status FILE   where to keep the counters (default " PB_DAEMON_STATUS ")\n"
 	"  -v, --verbose       log every stamped exec\n"
 	"      --check-enabled exit 0 if the settings enable the daemon, else 1\n"
 	"  -h, --help          this text\n"
@@ -535,7 +534,7 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 {
 	char path[64];
 
-	if (fgetxattr(exe_fd, "user.pbitmap", t->marker, sizeof(t->marker)) != sizeof(t->marker))
+	if (fgetxattr(exe_fd, PBITMAP_XATTR_NAME, t->marker, sizeof(t->marker)) != sizeof(t->marker))
 		memset(t->marker, 0, sizeof(t->marker));
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
@@ -657,7 +656,7 @@ static int xattr_pages(int fd, struct pb_exec_prefetch *p)
 	uint64_t content, extents, bytes;
 	struct pb_record r = { 0 };
 	struct stat st;
-	ssize_t n = fgetxattr(fd, "user.pbitmap", value, sizeof(value));
+	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
 
 	if (n <= 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
 	    drop_privileges(65534, 65534, NULL, 0) || pb_xattr_decode(value, (size_t)n, &r))
@@ -809,7 +808,7 @@ static bool wanted(int fd, time_t now)
 
 	d.n.execs++;
 	/* ERANGE: a value longer than a marker, a script's record */
-	if (fgetxattr(fd, "user.pbitmap", marker, sizeof(marker)) < 0 && errno != ERANGE) {
+	if (fgetxattr(fd, PBITMAP_XATTR_NAME, marker, sizeof(marker)) < 0 && errno != ERANGE) {
 		d.n.unstamped++;
 		return false;
 	}
@@ -875,7 +874,7 @@ static bool data_wanted(int fd, time_t now)
 	ssize_t n;
 
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
-	n = getxattr(self, "user.pbitmap", value, sizeof(value));
+	n = getxattr(self, PBITMAP_XATTR_NAME, value, sizeof(value));
 	if (n < 4 || le32toh(*(const uint32_t *)value) != PBITMAP_XATTR_MAGIC)
 		return false;	/* unstamped, or an ELF file's marker: execs are the other group's */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
@@ -1161,7 +1160,7 @@ int main(int argc, char **argv)
 	int c;
 
 	pb_progname = "pbitmapd";
-	d.status_path = DEFAULT_STATUS;
+	d.status_path = PB_DAEMON_STATUS;
 	while ((c = pb_getopt(argc, argv, "c:s:", longopts)) != -1) {
 		if (c == 'c')
 			config = optarg;

@@ -14,7 +14,6 @@
 #include "pbitmap.h"
 #include "cli.h"
 
-#define DEFAULT_STATUS	"/run/pbitmapd/status"
 
 /* What each counter means, in the order pbitmapd writes them. */
 static const struct {
@@ -65,7 +64,7 @@ int pb_cmd_status(int argc, char **argv)
 		{ "status", required_argument, NULL, 's' },
 		{ 0 }
 	};
-	const char *path = DEFAULT_STATUS;
+	const char *path = PB_DAEMON_STATUS;
 	char key[64];
 	unsigned long long val, pid = 0;
 	bool running;
