@@ -117,12 +117,14 @@ $(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
 		-Wl,-z,defs,--gc-sections,--exclude-libs,ALL \
 		-o $@ $(AUDIT_SRCS) -Wl,-Bstatic -lz -Wl,-Bdynamic
 
-# The daemon (pbitmap-tool/daemon/pbitmapd.c): run's modules, static as
+# The daemon (pbitmap-tool/daemon/): run's modules, static as
 # the launcher (it runs on machines whose libraries it prefetches).
-DAEMON_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) $(TOOL_DIR)/daemon/pbitmapd.c
-$(BUILD)/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+DAEMON_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) \
+	       $(filter-out %.bpf.c,$(wildcard $(TOOL_DIR)/daemon/*.c))
+DAEMON_HDRS := $(wildcard $(TOOL_DIR)/daemon/*.h)
+$(BUILD)/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(DAEMON_HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	$(CC) $(CPPFLAGS) $(CFLAGS) $(STATIC) -o $@ $(DAEMON_SRCS) $(RUN_LIBS)
-$(BUILD)/asan/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+$(BUILD)/asan/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(DAEMON_HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
 	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(DAEMON_SRCS) $(RUN_LIBS)
 

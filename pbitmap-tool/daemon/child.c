@@ -1,0 +1,335 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * The work of one stamped exec, or one stamped data file's open, in a child
+ * process: what it takes of the task, the limits it runs under, the reads.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <linux/capability.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#include "pbitmapd.h"
+
+/*
+ * The real user, real group and groups of @pid (as this process's
+ * namespace sees them).  Real, not effective: the process may be past
+ * another exec by now, of a set-user-ID program whose effective user
+ * would read what the user who started it may not.
+ */
+int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr)
+{
+	char path[64], *buf = NULL, *p, *end;
+	unsigned int u[4], g[4];
+	size_t cap = 0;
+	int found = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return -1;
+	*nr = 0;
+	while (getline(&buf, &cap, fp) > 0) {
+		if (sscanf(buf, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
+			*uid = u[0];
+			found |= 1;
+		} else if (sscanf(buf, "Gid: %u %u %u %u", &g[0], &g[1], &g[2], &g[3]) == 4) {
+			*gid = g[0];
+			found |= 2;
+		} else if (!strncmp(buf, "Groups:", 7)) {
+			for (p = buf + 7; *nr < NGROUPS_MAX; p = end) {
+				unsigned long v = strtoul(p, &end, 10);
+
+				if (end == p)
+					break;
+				groups[(*nr)++] = (gid_t)v;
+			}
+			found |= 4;
+		}
+	}
+	free(buf);
+	fclose(fp);
+	return found == 7 ? 0 : -1;
+}
+
+/*
+ * The exec'd file's path as the task sees it, in @out: the path of @fd
+ * here, less the task's root (/proc/PID/root) when that is not "/".
+ */
+int task_path(pid_t pid, int fd, char *out, size_t size)
+{
+	char link[64], here[PATH_MAX], root[PATH_MAX];
+	ssize_t n, r;
+	size_t len;
+
+	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+	n = readlink(link, here, sizeof(here) - 1);
+	snprintf(link, sizeof(link), "/proc/%d/root", (int)pid);
+	r = readlink(link, root, sizeof(root) - 1);
+	if (n <= 0 || r <= 0)
+		return -1;
+	here[n] = root[r] = '\0';
+	len = (size_t)r;
+	if (!strcmp(root, "/"))
+		len = 0;
+	else if (strncmp(here, root, len) || here[len] != '/')
+		return -1;	/* exec'd through a descriptor from outside its root */
+	if (strlen(here + len) >= size)
+		return -1;
+	strcpy(out, here + len);
+	return 0;
+}
+
+/* What the child takes of the exec'ing task before it reads anything. */
+struct task {
+	int root;		/* O_PATH descriptor of its root directory */
+	uid_t uid;		/* its filesystem user and groups */
+	gid_t gid;
+	int nr_groups;
+	gid_t groups[NGROUPS_MAX];
+	char exe[PATH_MAX];	/* the file exec'd, as the task names it */
+	unsigned char marker[sizeof(struct pbitmap_marker)];	/* its user.pbitmap, or zeros */
+};
+
+/*
+ * Take @pid's root, credentials and name of the exec'd file: /proc reads
+ * only, no disk, so that a short-lived program is still there.  0, or
+ * PB_NONE when it is gone.
+ */
+static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
+{
+	char path[64];
+
+	if (fgetxattr(exe_fd, PBITMAP_XATTR_NAME, t->marker, sizeof(t->marker)) != sizeof(t->marker))
+		memset(t->marker, 0, sizeof(t->marker));
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (t->root < 0 || task_creds(pid, &t->uid, &t->gid, t->groups, &t->nr_groups) ||
+	    task_path(pid, exe_fd, t->exe, sizeof(t->exe)))
+		return PB_NONE;
+	/*
+	 * Still the process of the event, not another one with its PID: no
+	 * pidfd means it had exited when the event was read (FAN_EPIDFD).
+	 */
+	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
+		return PB_NONE;
+	return 0;
+}
+
+/*
+ * No capability left, whatever the user (root's included: a container's
+ * root must not read with the daemon's DAC_READ_SEARCH), and the parent's
+ * death still kills us (a change of credentials clears PDEATHSIG).
+ */
+int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct none[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+
+	if (setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) ||
+	    setresuid(uid, uid, uid) || syscall(SYS_capset, &hdr, none) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
+		return PB_FAIL;
+	return 0;
+}
+
+/*
+ * Become the exec'ing task, as far as reading files goes: its root, its
+ * real user and groups, no capability.  0 or PB_FAIL.  The security
+ * modules still see the daemon's own label, not the task's.
+ */
+static int enter_task(const struct task *t)
+{
+	if (fchdir(t->root) || chroot(".") || chdir("/") ||
+	    drop_privileges(t->uid, t->gid, t->groups, t->nr_groups))
+		return PB_FAIL;
+	close(t->root);
+	return 0;
+}
+
+/* Send @r to the daemon and end. */
+void __attribute__((noreturn)) child_report(int report_fd, const struct report *r)
+{
+	if (write(report_fd, r, sizeof(*r)) != sizeof(*r))
+		_exit(1);
+	_exit(0);
+}
+
+/*
+ * Limits, so that a crafted record or plan costs bounded work; none of
+ * the daemon's descriptors (a filesystem's root is a way out of a
+ * chroot); signals as for any process (the parent blocks them).
+ */
+void child_limits(void)
+{
+	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
+	sigset_t none;
+
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	for (size_t i = 0; i < pbd.nr_fs; i++)
+		close(pbd.fs[i].fd);
+	for (size_t i = 0; i < sizeof(pbd.own_fds) / sizeof(pbd.own_fds[0]); i++)
+		if (pbd.own_fds[i] >= 0)
+			close(pbd.own_fds[i]);
+	if (pbd.kernel_fd >= 0)
+		close(pbd.kernel_fd);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	alarm(CHILD_SECONDS);
+	setrlimit(RLIMIT_CPU, &cpu);
+#if !defined(__SANITIZE_ADDRESS__)
+	{	/* a crafted ELF file must not make libelf take gigabytes */
+		struct rlimit data = { 512 << 20, 512 << 20 };
+
+		setrlimit(RLIMIT_DATA, &data);
+	}
+#endif
+	/* best effort, level 4: the class of the program whose start it serves */
+	syscall(SYS_ioprio_set, 1 /* IOPRIO_WHO_PROCESS */, 0, (2 << 13) | 4);
+}
+
+/*
+ * The program's own marked pages, first: its record found through its
+ * marker (one attribute look-up, one read; no ELF parsing on a start-up's
+ * critical path).  0, or PB_NONE for a record the kernel would refuse too.
+ */
+static int exe_pages(int fd, struct pb_record *rec, const struct stat *st,
+		     struct pb_exec_prefetch *p)
+{
+	uint64_t extents, bytes;
+
+	if (pb_marker_record(fd, st, rec))
+		return PB_NONE;
+	if (pb_willneed(fd, rec, le64toh(pb_hdr(rec)->content_size), p->gap, p->budget,
+			&extents, &bytes))
+		return 0;
+	p->files++;
+	p->extents += extents;
+	p->bytes += bytes;
+	return 0;
+}
+
+/*
+ * A record kept in user.pbitmap, as a data file keeps it (a data file at
+ * its open, a script exec'd): its marked pages.  The value is read as
+ * root; it is decoded (zstd, the record's checks) as nobody, with no
+ * capability: a file anybody can label is not parsed with the daemon's
+ * privileges.  0, or PB_NONE when it holds no valid record.
+ */
+int xattr_pages(int fd, struct pb_exec_prefetch *p)
+{
+	static unsigned char value[65536];	/* the largest attribute value */
+	uint64_t content, extents, bytes;
+	struct pb_record r = { 0 };
+	struct stat st;
+	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
+
+	if (n <= 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
+	    drop_privileges(65534, 65534, NULL, 0) || pb_xattr_decode(value, (size_t)n, &r))
+		return PB_NONE;
+	content = le64toh(pb_hdr(&r)->content_size);
+	if (content > (uint64_t)st.st_size)
+		content = (uint64_t)st.st_size;
+	if (!pb_willneed(fd, &r, content, p->gap, p->budget, &extents, &bytes)) {
+		p->files++;
+		p->extents += extents;
+		p->bytes += bytes;
+	}
+	pb_record_free(&r);
+	return 0;
+}
+
+/*
+ * One stamped exec: the task taken (before any read, while it runs), the
+ * program's own pages read (they are needed first), then, in its root
+ * and as its user, its plan or its libraries.
+ */
+void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
+{
+	struct report r = { .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid) } };
+	struct pb_record rec = { 0 };
+	static struct task t;
+	bool script = false;
+	struct stat st;
+	int ret;
+
+	child_limits();
+	if (!r.p.budget) {	/* memory.high reached: nothing at all */
+		r.p.skip_budget = 1;
+		r.result = PB_FAIL;
+		child_report(report_fd, &r);
+	}
+	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
+	ret = fstat(exe_fd, &st) ? PB_FAIL : exe_pages(exe_fd, &rec, &st, &r.p);
+	if (ret == PB_NONE && pb_marker_is_one(t.marker, sizeof(t.marker))) {
+		/*
+		 * A marker, and a record the kernel would refuse (a crafted
+		 * plan, say): no pages of its own, as in the kernel, but the
+		 * libraries' still.
+		 */
+		ret = 0;
+	} else if (ret == PB_NONE) {	/* a script: its own pages, nothing more */
+		ret = xattr_pages(exe_fd, &r.p);
+		script = !ret;
+	}
+	if (!ret && !r.gone && !script) {
+		ret = enter_task(&t);
+		if (!ret) {
+			pb_confine_local(pbd.local, pbd.nr_local);
+			ret = pb_exec_rest(&rec, &st, t.exe, &r.p);
+		}
+	}
+	if (pb_verbose && r.gone)	/* no name in its root: the name here */
+		task_path(getpid(), exe_fd, t.exe, sizeof(t.exe));
+	if (pb_verbose)
+		pb_note(t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
+			" extents, %" PRIu64 " bytes", (int)pid,
+			ret ? "not read ahead" : script ? "a script: its own pages" :
+			r.gone ? "gone; its own pages only" :
+			r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
+	r.result = ret;
+	child_report(report_fd, &r);
+}
+
+
+/*
+ * A data file's marked pages, as the kernel reads them at its mmap.  No
+ * rights to take: the opener has opened the file, and the daemon reads it
+ * by its handle, looking nothing up by name.
+ */
+void data_child(int fd, pid_t pid, int report_fd)
+{
+	struct report r = { .data = true, .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid) } };
+	char self[64], name[PATH_MAX];
+	ssize_t n;
+	int rfd;
+
+	child_limits();
+	if (!r.p.budget) {
+		r.p.skip_budget = 1;
+		r.result = PB_FAIL;
+		child_report(report_fd, &r);
+	}
+	/* the same inode as checked, now for reading (its O_PATH descriptor) */
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = pb_verbose ? readlink(self, name, sizeof(name) - 1) : -1;
+	name[n > 0 ? n : 0] = '\0';
+	rfd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	r.result = rfd < 0 ? PB_NONE : xattr_pages(rfd, &r.p);
+	if (pb_verbose)
+		pb_note(n > 0 ? name : self, "opened by pid %d: data file, %" PRIu64 " extents, %"
+			PRIu64 " bytes", (int)pid, r.p.extents, r.p.bytes);
+	child_report(report_fd, &r);
+}

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmapd: pbitmap's start-up prefetch on the kernels people run.
+ *
+ * Without the kernel series, nothing reads a stamped program's pages ahead
+ * unless the user puts `pbitmap run` in front of it.  pbitmapd watches the
+ * local filesystems for execs (fanotify, FAN_OPEN_EXEC) and, for a stamped
+ * program, starts the reads an exec on the patched kernel would start: the
+ * program's plan, or its own marked pages and those of the libraries ld.so
+ * is about to map (prefetch.c, as `pbitmap run` finds them).
+ *
+ * Why these mechanisms:
+ *   - Notification events, not permission events: the exec never waits for
+ *     the daemon.  The reads race the program's own faults, and win where
+ *     the loader's work gives them time; an exec that the daemon is too late
+ *     for is an exec as without it.
+ *   - A marked filesystem (FAN_MARK_FILESYSTEM), not mounts: bind mounts
+ *     and containers' views of the same filesystem are covered.  Only local
+ *     block filesystems are marked (the kernel's pbitmap_fs_local()).
+ *   - An unstamped program costs one fgetxattr() of user.pbitmap here, and
+ *     its exec nothing but the event: stamped ELF files carry that marker
+ *     (docs/FORMAT.md) so that nobody has to parse their section headers.
+ *   - Data files (a record in user.pbitmap) are read ahead when opened,
+ *     as the kernel reads them at mmap: a second group reports opens by
+ *     file handle (FAN_REPORT_FID), so that the kernel opens nothing for
+ *     the daemon (no FIFO, no device) and an unstamped open costs one
+ *     handle look-up and one attribute look-up here.
+ *   - Each stamped exec is handled by a child that chroot()s into the
+ *     exec'ing task's root (/proc/PID/root: its mount namespace, its
+ *     container) and takes that task's filesystem credentials: paths
+ *     resolve as the program sees them, and nothing is read that its user
+ *     could not read.  A pidfd (FAN_REPORT_PIDFD) says that PID was still
+ *     the exec'ing process when its root and credentials were taken.
+ *   - The child's look-ups stay on the local filesystems (pb_confine_local:
+ *     no NFS, FUSE or cluster round trip), open no FIFO or device, and run
+ *     under a CPU limit and an alarm: a crafted record or plan costs bounded
+ *     work, in a process that holds nothing anybody waits for.
+ *
+ * Killed at any point, pbitmapd leaves nothing half-done: it writes no file
+ * but its status file (renamed into place), and nothing waits on it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/mman.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "pbitmapd.h"
+#include "cli.h"
+
+struct pbd_state pbd = { .kernel_fd = -1, .own_fds = { -1, -1, -1, -1 } };
+
+uint64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+static const char usage_text[] =
+	"Usage: pbitmapd [-c FILE] [-s FILE] [-v]\n"
+	"       pbitmapd --check-enabled [-c FILE]\n"
+	"Read the marked pages of stamped programs at their exec, on any kernel.\n"
+	"\n"
+	"  -c, --config FILE   settings (default " DEFAULT_CONFIG ")\n"
+	"  -s, --status FILE   where to keep the counters (default " PB_DAEMON_STATUS ")\n"
+	"  -v, --verbose       log every stamped exec\n"
+	"      --check-enabled exit 0 if the settings enable the daemon, else 1\n"
+	"  -h, --help          this text\n"
+	"      --version       the version\n"
+	"See pbitmapd(8).\n";
+
+void pb_print_verb_help(const char *name)
+{
+	(void)name;
+	fputs(usage_text, stdout);
+}
+
+/* ---- the parent ---------------------------------------------------------- */
+
+static void kid_started(pid_t pid)
+{
+	pbd.children++;
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (!pbd.kids[i].pid) {
+			pbd.kids[i].pid = pid;
+			pbd.kids[i].start_ms = now_ms();
+			return;
+		}
+}
+
+static void kid_ended(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (pbd.kids[i].pid == pid) {
+			pbd.kids[i].pid = 0;
+			if (pbd.children)
+				pbd.children--;
+			return;
+		}
+}
+
+/*
+ * A child past its alarm is stopped (its user may SIGSTOP it once it has
+ * the user's credentials, and a stopped process gets no SIGALRM): killed,
+ * so that no user can fill the slots and turn the daemon off.
+ */
+static void kill_overstayed(void)
+{
+	uint64_t now = now_ms();
+
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (pbd.kids[i].pid && now - pbd.kids[i].start_ms > (CHILD_SECONDS + 2) * 1000)
+			kill(pbd.kids[i].pid, SIGKILL);
+}
+
+static bool seen_recently(dev_t dev, ino_t ino, time_t now)
+{
+	for (unsigned int i = 0; i < RECENT_SLOTS; i++)
+		if (pbd.recent[i].dev == dev && pbd.recent[i].ino == ino && now - pbd.recent[i].when < 2)
+			return true;
+	pbd.recent[pbd.recent_next] = (struct recent){ dev, ino, now };
+	pbd.recent_next = (pbd.recent_next + 1) % RECENT_SLOTS;
+	return false;
+}
+
+/* The patched kernel prefetches itself when vm.pbitmap_enabled is 1. */
+static bool kernel_prefetches(void)
+{
+	char c;
+
+	return pbd.kernel_fd >= 0 && pread(pbd.kernel_fd, &c, 1, 0) == 1 && c != '0';
+}
+
+/*
+ * Whether a stamped file (@st) may be read ahead now, by an exec's or an
+ * open's child; counts why not.
+ */
+static bool may_start(const struct stat *st, time_t now)
+{
+	if (kernel_prefetches())
+		pbd.n.skip_kernel++;
+	else if (seen_recently(st->st_dev, st->st_ino, now))
+		pbd.n.skip_recent++;
+	else if (pbd.children >= pbd.cfg.children)
+		pbd.n.skip_busy++;
+	else if (pbd.cfg.pressure < 100 && memory_pressure() > pbd.cfg.pressure)
+		pbd.n.skip_pressure++;
+	else
+		return true;
+	return false;
+}
+
+/* Whether to hand this exec to a child; counts why not. */
+static bool wanted(int fd, time_t now)
+{
+	char marker[64];
+	struct stat st;
+
+	pbd.n.execs++;
+	/* ERANGE: a value longer than a marker, a script's record */
+	if (fgetxattr(fd, PBITMAP_XATTR_NAME, marker, sizeof(marker)) < 0 && errno != ERANGE) {
+		pbd.n.unstamped++;
+		return false;
+	}
+	if (fstat(fd, &st)) {
+		pbd.n.skip_failed++;
+		return false;
+	}
+	return may_start(&st, now);
+}
+
+/* The event's information record of @type, or NULL. */
+static const void *event_info(const struct fanotify_event_metadata *m, unsigned int type)
+{
+	const char *p = (const char *)m + m->metadata_len, *end = (const char *)m + m->event_len;
+
+	while (p + sizeof(struct fanotify_event_info_header) <= end) {
+		const struct fanotify_event_info_header *h = (const void *)p;
+
+		if (h->len < sizeof(*h) || p + h->len > end)
+			break;
+		if (h->info_type == type)
+			return h;
+		p += h->len;
+	}
+	return NULL;
+}
+
+static int event_pidfd(const struct fanotify_event_metadata *m)
+{
+	const struct fanotify_event_info_pidfd *info = event_info(m, FAN_EVENT_INFO_TYPE_PIDFD);
+
+	return info ? info->pidfd : -1;
+}
+
+static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
+{
+	int pidfd = event_pidfd(m);
+	pid_t child;
+
+	if (m->fd >= 0 && (m->mask & FAN_OPEN_EXEC) && wanted(m->fd, now)) {
+		child = fork();
+		if (child == 0)
+			exec_child(m->fd, m->pid, pidfd, report_fd);
+		if (child > 0)
+			kid_started(child);
+		else
+			pbd.n.skip_failed++;
+	}
+	if (m->fd >= 0)
+		close(m->fd);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+
+/* ---- data files, at their open -------------------------------------------- */
+
+/* Whether a file opened (@fd, O_PATH) is a stamped data file to read ahead. */
+static bool data_wanted(int fd, time_t now)
+{
+	static unsigned char value[65536];	/* the largest attribute value */
+	char self[64];
+	struct stat st;
+	ssize_t n;
+
+	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+	n = getxattr(self, PBITMAP_XATTR_NAME, value, sizeof(value));
+	if (n < 4 || le32toh(*(const uint32_t *)value) != PBITMAP_XATTR_MAGIC)
+		return false;	/* unstamped, or an ELF file's marker: execs are the other group's */
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return false;
+	return may_start(&st, now);
+}
+
+
+static void handle_open(const struct fanotify_event_metadata *m, int report_fd, time_t now)
+{
+	const struct fanotify_event_info_fid *fid = event_info(m, FAN_EVENT_INFO_TYPE_FID);
+	int mount_fd = -1, fd;
+	pid_t child;
+
+	for (size_t i = 0; fid && i < pbd.nr_fs; i++)
+		if (!memcmp(&pbd.fs[i].fsid, &fid->fsid, sizeof(fid->fsid)))
+			mount_fd = pbd.fs[i].fd;
+	pbd.n.opens++;
+	if (mount_fd < 0 || !(m->mask & FAN_OPEN))
+		return;
+	/* O_PATH: nothing is opened for reading until it is known to be a data file */
+	fd = open_by_handle_at(mount_fd, (struct file_handle *)(uintptr_t)fid->handle,
+			       O_PATH | O_CLOEXEC);
+	if (fd < 0)
+		return;		/* deleted since */
+	if (data_wanted(fd, now)) {
+		child = fork();
+		if (child == 0)
+			data_child(fd, m->pid, report_fd);
+		if (child > 0)
+			kid_started(child);
+		else
+			pbd.n.skip_failed++;
+	}
+	close(fd);
+}
+
+/*
+ * Read what @fan has, through @handle.  Events of a group that reports
+ * file handles are 4-byte aligned in the buffer: each is copied to an
+ * aligned place before its 8-byte fields are read.
+ */
+static void read_events(int fan, int report_fd,
+			void (*handle)(const struct fanotify_event_metadata *, int, time_t))
+{
+	static char buf[8192];
+	static union {
+		struct fanotify_event_metadata m;
+		char bytes[sizeof(buf)];
+	} ev;
+	time_t now = (time_t)(now_ms() / 1000);	/* monotonic: a clock step changes nothing */
+	ssize_t n = read(fan, buf, sizeof(buf));
+
+	for (size_t off = 0; n > 0 && off + FAN_EVENT_METADATA_LEN <= (size_t)n;) {
+		memcpy(&ev.m, buf + off, FAN_EVENT_METADATA_LEN);
+		if (ev.m.event_len < FAN_EVENT_METADATA_LEN || off + ev.m.event_len > (size_t)n)
+			break;
+		memcpy(ev.bytes, buf + off, ev.m.event_len);
+		if (ev.m.vers == FANOTIFY_METADATA_VERSION)
+			handle(&ev.m, report_fd, now);
+		off += ev.m.event_len;
+	}
+}
+
+static void add_report(const struct report *r)
+{
+	pbd.n.skip_budget += r->p.skip_budget;
+	pbd.n.skip_gone += r->gone;
+	if (r->result) {
+		if (!r->data && !r->p.skip_budget) {
+			pbd.n.skip_mismatch += r->result == PB_NONE;
+			pbd.n.skip_failed += r->result != PB_NONE;
+		}
+		return;
+	}
+	if (r->data) {
+		pbd.n.data_prefetched++;
+	} else {
+		pbd.n.prefetched++;
+		pbd.n.plans += r->p.plan;
+	}
+	pbd.n.files += r->p.files;
+	pbd.n.extents += r->p.extents;
+	pbd.n.bytes += r->p.bytes;
+	pbd.n.skip_mismatch += r->p.skip_mismatch;
+	pbd.n.skip_fs += r->p.skip_fs;
+	pbd.n.skip_denied += r->p.skip_denied;
+}
+
+/* The counters, replaced whole: a reader never sees half of them. */
+static void write_status(void)
+{
+	char tmp[PATH_MAX];
+	FILE *fp;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s.tmp", pbd.status_path);
+	unlink(tmp);
+	/* root's only (other users' execs are not theirs to count); no link followed */
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fp = fd < 0 ? NULL : fdopen(fd, "w");
+	if (!fp) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	fprintf(fp, "pid %d\npending %u\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
+		"\nplans %" PRIu64 "\nopens %" PRIu64 "\ndata_prefetched %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
+		"\nskip_kernel %" PRIu64 "\nskip_recent %" PRIu64 "\nskip_busy %" PRIu64
+		"\nskip_pressure %" PRIu64 "\nskip_gone %" PRIu64 "\nskip_mismatch %" PRIu64
+		"\nskip_fs %" PRIu64 "\nskip_denied %" PRIu64 "\nskip_budget %" PRIu64
+		"\nskip_failed %" PRIu64 "\n", (int)getpid(), pbd.children, pbd.n.execs, pbd.n.unstamped,
+		pbd.n.prefetched, pbd.n.plans, pbd.n.opens, pbd.n.data_prefetched, pbd.n.files, pbd.n.extents, pbd.n.bytes, pbd.n.skip_kernel,
+		pbd.n.skip_recent, pbd.n.skip_busy, pbd.n.skip_pressure, pbd.n.skip_gone,
+		pbd.n.skip_mismatch, pbd.n.skip_fs, pbd.n.skip_denied, pbd.n.skip_budget, pbd.n.skip_failed);
+	if (fclose(fp) || rename(tmp, pbd.status_path))
+		unlink(tmp);
+}
+
+/* Reap children and read their reports: whether there were any. */
+static bool reap(int report_fd)
+{
+	struct report r;
+	bool any = false;
+	int status;
+
+	pid_t pid;
+
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		kid_ended(pid);
+		if (WIFSIGNALED(status))	/* its alarm, CPU limit, or kill_overstayed() */
+			pbd.n.skip_failed++;
+	}
+	while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
+		add_report(&r);
+		any = true;
+	}
+	return any;
+}
+
+/* Events seen: when it moved, the status file is due within a second. */
+static uint64_t events_seen(void)
+{
+	return pbd.n.execs + pbd.n.opens;
+}
+
+/*
+ * Handle events until SIGTERM or SIGINT: 0, or PB_FAIL.  Execs first: an
+ * exec is an open too, and its plan must not be pre-empted by the open.
+ */
+static int serve(int fan, int fan_open)
+{
+	int pipefd[2], sfd;
+	sigset_t mask;
+
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGCHLD);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigaddset(&mask, SIGHUP);
+	if (sigprocmask(SIG_BLOCK, &mask, NULL) ||
+	    (sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK)) < 0 ||
+	    pipe2(pipefd, O_CLOEXEC | O_NONBLOCK))
+		return pb_error_errno(NULL, "cannot set up signals");
+	pbd.own_fds[0] = fan;
+	pbd.own_fds[1] = fan_open;
+	pbd.own_fds[2] = sfd;
+	pbd.own_fds[3] = pipefd[0];
+	write_status();
+	/*
+	 * The status file is rewritten when a read-ahead starts or ends, and
+	 * otherwise (unstamped execs and opens) at most once a second: an
+	 * unstamped file costs the daemon one read of its event and one
+	 * attribute look-up, not a file written.
+	 */
+	for (uint64_t written = now_ms(), seen = events_seen();;) {
+		struct pollfd pfd[4] = { { fan, POLLIN, 0 }, { fan_open, POLLIN, 0 },
+					 { sfd, POLLIN, 0 }, { pipefd[0], POLLIN, 0 } };
+		unsigned int children = pbd.children;
+		struct signalfd_siginfo si;
+
+		if (poll(pfd, 4, seen != events_seen() || pbd.children ? 1000 : -1) < 0 &&
+		    errno != EINTR)
+			return pb_error_errno(NULL, "poll");
+		kill_overstayed();
+		if (pfd[0].revents & POLLIN)
+			read_events(fan, pipefd[1], handle_event);
+		if (pfd[1].revents & POLLIN)
+			read_events(fan_open, pipefd[1], handle_open);
+		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				write_status();
+				return 0;
+			}
+			if (si.ssi_signo == SIGHUP)
+				mark_local(fan, fan_open);	/* filesystems mounted since */
+		}
+		if (reap(pipefd[0]) || children != pbd.children ||
+		    (seen != events_seen() && now_ms() - written >= 1000)) {
+			write_status();
+			written = now_ms();
+			seen = events_seen();
+		}
+	}
+}
+
+static int start(void)
+{
+	char dir[PATH_MAX], *slash;
+	int fan, fan_open;
+
+	snprintf(dir, sizeof(dir), "%s", pbd.status_path);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (mkdir(dir, 0755) && errno != EEXIST)
+			return pb_error_errno(dir, "cannot create");
+	}
+	fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_PIDFD,
+			    O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NOATIME);
+	if (fan < 0)
+		return pb_error_errno(NULL, errno == EINVAL ?
+				      "fanotify with pidfds needs Linux 5.15 or later" :
+				      "fanotify_init (pbitmapd must run as root)");
+	/* opens by file handle: the kernel opens nothing for this group */
+	fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
+				 O_RDONLY | O_LARGEFILE | O_CLOEXEC);
+	if (fan_open < 0)
+		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID): data files are not read ahead");
+	if (mark_local(fan, fan_open))
+		return PB_FAIL;
+	/*
+	 * Its own code stays in memory: a daemon whose pages were reclaimed
+	 * would fault them back in from the disk it is trying to help, at
+	 * the moment a program starts.  A 2 MiB static binary; not fatal.
+	 */
+	if (mlockall(MCL_CURRENT) && pb_verbose)
+		pb_note(NULL, "cannot lock its pages in memory (mlockall): %s", strerror(errno));
+	pbd.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
+	return serve(fan, fan_open);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "config", required_argument, NULL, 'c' },
+		{ "status", required_argument, NULL, 's' },
+		{ "check-enabled", no_argument, NULL, 'E' },
+		{ "version", no_argument, NULL, 'V' },
+		{ NULL, 0, NULL, 0 },
+	};
+	const char *config = DEFAULT_CONFIG;
+	bool check = false;
+	int c;
+
+	pb_progname = "pbitmapd";
+	pbd.status_path = PB_DAEMON_STATUS;
+	while ((c = pb_getopt(argc, argv, "c:s:", longopts)) != -1) {
+		if (c == 'c')
+			config = optarg;
+		else if (c == 's')
+			pbd.status_path = optarg;
+		else if (c == 'E')
+			check = true;
+		else if (c == 'V')
+			return printf("pbitmapd %s\n", PBITMAP_VERSION_STRING) < 0;
+		else
+			return pb_option_exit(c);
+	}
+	if (optind < argc)
+		return pb_usage_error("unexpected argument '%s'", argv[optind]);
+	if (config_load(config))
+		return check ? 255 : PB_EXIT_FAIL;	/* ExecCondition: 255 fails the unit */
+	if (check)
+		return pbd.cfg.enabled ? PB_EXIT_OK : PB_EXIT_FAIL;
+	if (!pbd.cfg.enabled) {
+		pb_note(config, "PBITMAP_DAEMON=yes is not set: nothing to do");
+		return PB_EXIT_OK;
+	}
+	return start() ? PB_EXIT_FAIL : PB_EXIT_OK;
+}

@@ -1,0 +1,101 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * Which filesystems pbitmapd watches: the local block filesystems of
+ * /proc/self/mountinfo, each marked whole (FAN_MARK_FILESYSTEM).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/fanotify.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/vfs.h>
+#include <unistd.h>
+
+#include "pbitmapd.h"
+
+/* Filesystems on a block device that no daemon or server answers for. */
+static bool local_type(const char *type)
+{
+	static const char *const types[] = {
+		"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "nilfs2",
+		"bcachefs", "vfat", "msdos", "exfat", "ntfs3", "hfsplus", "iso9660", "udf",
+		"squashfs", "erofs", NULL,
+	};
+
+	for (const char *const *t = types; *t; t++)
+		if (!strcmp(type, *t))
+			return true;
+	return false;
+}
+
+bool is_local(dev_t dev)
+{
+	for (size_t i = 0; i < pbd.nr_local; i++)
+		if (pbd.local[i] == dev)
+			return true;
+	return false;
+}
+
+/*
+ * Opens on the filesystem mounted at @mnt, reported by file handle, and a
+ * descriptor to open those handles with.  Not fatal: execs are watched
+ * whatever happens here (a filesystem without file handles, say).
+ */
+static void watch_opens(int fan, const char *mnt)
+{
+	struct statfs sfs;
+	int fd;
+
+	if (fan < 0 || pbd.nr_fs == MAX_LOCAL_FS)
+		return;
+	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);	/* not O_PATH: open_by_handle_at() */
+	if (fd < 0 || fstatfs(fd, &sfs) ||
+	    fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, mnt)) {
+		pb_error_errno(mnt, "cannot watch opens of data files");
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	memcpy(&pbd.fs[pbd.nr_fs].fsid, &sfs.f_fsid, sizeof(pbd.fs[0].fsid));
+	pbd.fs[pbd.nr_fs++].fd = fd;
+}
+
+/*
+ * Mark each local filesystem of /proc/self/mountinfo once: execs in the
+ * group @fan, opens in @fan_open.  0 or PB_FAIL.
+ */
+int mark_local(int fan, int fan_open)
+{
+	char *buf = NULL, mnt[PATH_MAX], type[64], *sep;
+	unsigned int maj, min;
+	size_t cap = 0;
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+
+	if (!fp)
+		return pb_error_errno("/proc/self/mountinfo", "cannot read");
+	while (getline(&buf, &cap, fp) > 0) {
+		sep = strstr(buf, " - ");
+		if (!sep || sscanf(buf, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3 ||
+		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type) ||
+		    is_local(makedev(maj, min)) || pbd.nr_local == MAX_LOCAL_FS)
+			continue;
+		/* mountinfo escapes blanks as \040: such mounts are left out */
+		if (strchr(mnt, '\\'))
+			continue;
+		if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN_EXEC,
+				  AT_FDCWD, mnt)) {
+			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
+			continue;
+		}
+		pbd.local[pbd.nr_local++] = makedev(maj, min);
+		watch_opens(fan_open, mnt);
+		if (pb_verbose)
+			pb_note(mnt, "watching execs (%s, %u:%u)", type, maj, min);
+	}
+	free(buf);
+	fclose(fp);
+	return pbd.nr_local ? 0 : pb_error("/proc/self/mountinfo", "no local filesystem to watch");
+}

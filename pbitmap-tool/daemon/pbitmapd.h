@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * pbitmapd's parts: main.c (the event loop, the counters), config.c (the
+ * settings), marks.c (the filesystems watched), budget.c (what the machine
+ * can spare), child.c (one exec's or open's read-ahead, in a child).
+ */
+#ifndef PBITMAPD_H
+#define PBITMAPD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/fanotify.h>
+#include <sys/types.h>
+#include <limits.h>
+
+#include "pbitmap.h"
+
+#ifndef FAN_REPORT_PIDFD
+#define FAN_REPORT_PIDFD		0x00000080
+#define FAN_EVENT_INFO_TYPE_PIDFD	4
+struct fanotify_event_info_pidfd {
+	struct fanotify_event_info_header hdr;
+	__s32 pidfd;
+};
+#endif
+
+#define DEFAULT_CONFIG	"/etc/pbitmap.conf"
+#define MAX_LOCAL_FS	256
+#define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
+#define CHILD_CPU	2	/* CPU seconds, the same */
+#define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
+#define MAX_CHILDREN	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
+
+struct config {
+	bool enabled;		/* PBITMAP_DAEMON=yes */
+	uint64_t gap;		/* PBITMAP_DAEMON_JOIN_GAP_KB, in bytes */
+	uint64_t budget;	/* PBITMAP_DAEMON_BUDGET_MB: bytes one exec may read at most */
+	unsigned int pressure;	/* PBITMAP_DAEMON_PRESSURE_PCT: PSI "some avg10" above which to skip */
+	unsigned int children;	/* PBITMAP_DAEMON_MAX_PARALLEL */
+};
+
+/* What the daemon did since it started: the status file, `pbitmap status`. */
+struct counters {
+	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
+	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
+	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed;
+};
+
+/* A child's report, one write() (atomic: less than PIPE_BUF). */
+struct report {
+	int result;		/* 0, PB_NONE: the exec'd file is not what the name leads to */
+	bool gone;		/* the process exited before its root was taken:
+				 * only the program's own pages were read */
+	bool data;		/* a data file read ahead at its open */
+	struct pb_exec_prefetch p;
+};
+
+struct pbd_state {
+	struct config cfg;
+	const char *status_path;
+	dev_t local[MAX_LOCAL_FS];
+	size_t nr_local;
+	/* the open group's filesystems: a descriptor to open handles on */
+	struct { __kernel_fsid_t fsid; int fd; } fs[MAX_LOCAL_FS];
+	size_t nr_fs;
+	struct counters n;
+	unsigned int children;
+	/* each child and when it started: one that overstays is killed */
+	struct { pid_t pid; uint64_t start_ms; } kids[MAX_CHILDREN];
+	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
+	unsigned int recent_next;
+	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
+	int own_fds[4];		/* the two groups, the signalfd, the reports' read end */
+};
+extern struct pbd_state pbd;
+
+uint64_t now_ms(void);
+
+/* config.c */
+int config_load(const char *path);
+
+/* marks.c */
+bool is_local(dev_t dev);
+int mark_local(int fan, int fan_open);
+
+/* budget.c */
+unsigned int memory_pressure(void);
+uint64_t exec_budget(pid_t pid);
+
+/* child.c */
+int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr);
+int task_path(pid_t pid, int fd, char *out, size_t size);
+int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr);
+void child_limits(void);
+void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
+int xattr_pages(int fd, struct pb_exec_prefetch *p);
+void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
+void __attribute__((noreturn)) data_child(int fd, pid_t pid, int report_fd);
+
+#endif
