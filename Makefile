@@ -48,7 +48,7 @@ SAN_CFLAGS := -std=c11 -O1 -g $(WARN) -fsanitize=address,undefined \
 
 # Debian packages, grouped by what needs them (libssl-dev: the reference
 # SHA-256 of fuzz_stamp, below).
-DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libmd-dev
+DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libmd-dev libbpf-dev clang
 DEPS_TEST  := elfutils binutils gcc-multilib clang llvm libclang-rt-14-dev attr \
 	      libcap2-bin acl openssl e2fsprogs util-linux procps time file coreutils python3 strace \
 	      libssl-dev
@@ -122,11 +122,19 @@ $(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
 DAEMON_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) \
 	       $(filter-out %.bpf.c,$(wildcard $(TOOL_DIR)/daemon/*.c))
 DAEMON_HDRS := $(wildcard $(TOOL_DIR)/daemon/*.h)
-$(BUILD)/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(DAEMON_HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
-	$(CC) $(CPPFLAGS) $(CFLAGS) $(STATIC) -o $@ $(DAEMON_SRCS) $(RUN_LIBS)
-$(BUILD)/asan/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(DAEMON_HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
+DAEMON_SRCS += $(TOOL_DIR)/src/generation.c $(TOOL_DIR)/src/pageset.c
+# Learning (daemon/learn.bpf.c): one BPF object, CO-RE, built into the
+# daemon (learn.c .incbin's it); libbpf linked in.
+DAEMON_LIBS := -lbpf $(RUN_LIBS)
+DAEMON_FLAGS = -DPBD_LEARN_OBJ='"$(abspath $(BUILD)/learn.bpf.o)"'
+$(BUILD)/learn.bpf.o: $(TOOL_DIR)/daemon/learn.bpf.c $(TOOL_DIR)/daemon/learn.h | $(BUILD)
+	clang -g -O2 -target bpf -D__TARGET_ARCH_x86 -I/usr/include/$(shell gcc -dumpmachine) \
+		-Wall -Werror -c -o $@ $<
+$(BUILD)/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(DAEMON_HDRS) $(BUILD)/learn.bpf.o $(TOOL_DIR)/VERSION | $(BUILD)
+	$(CC) $(CPPFLAGS) $(DAEMON_FLAGS) $(CFLAGS) $(STATIC) -o $@ $(DAEMON_SRCS) $(DAEMON_LIBS)
+$(BUILD)/asan/pbitmapd: $(DAEMON_SRCS) $(HDRS) $(DAEMON_HDRS) $(BUILD)/learn.bpf.o $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan
-	$(CC) $(CPPFLAGS) $(SAN_CFLAGS) -o $@ $(DAEMON_SRCS) $(RUN_LIBS)
+	$(CC) $(CPPFLAGS) $(DAEMON_FLAGS) $(SAN_CFLAGS) -o $@ $(DAEMON_SRCS) $(DAEMON_LIBS)
 
 $(BUILD)/asan/pbitmap-run: $(RUN_SRCS) $(HDRS) $(TOOL_DIR)/VERSION | $(BUILD)
 	@mkdir -p $(BUILD)/asan

@@ -28,7 +28,7 @@
  * another exec by now, of a set-user-ID program whose effective user
  * would read what the user who started it may not.
  */
-int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr)
+int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr)
 {
 	char path[64], *buf = NULL, *p, *end;
 	unsigned int u[4], g[4];
@@ -49,7 +49,7 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr)
 			*gid = g[0];
 			found |= 2;
 		} else if (!strncmp(buf, "Groups:", 7)) {
-			for (p = buf + 7; *nr < NGROUPS_MAX; p = end) {
+			for (p = buf + 7; *nr < max; p = end) {
 				unsigned long v = strtoul(p, &end, 10);
 
 				if (end == p)
@@ -116,7 +116,7 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 		memset(t->marker, 0, sizeof(t->marker));
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (t->root < 0 || task_creds(pid, &t->uid, &t->gid, t->groups, &t->nr_groups) ||
+	if (t->root < 0 || task_creds(pid, &t->uid, &t->gid, t->groups, NGROUPS_MAX, &t->nr_groups) ||
 	    task_path(pid, exe_fd, t->exe, sizeof(t->exe)))
 		return PB_NONE;
 	/*
@@ -186,6 +186,7 @@ void child_limits(void)
 			close(pbd.own_fds[i]);
 	if (pbd.kernel_fd >= 0)
 		close(pbd.kernel_fd);
+	learn_close_fds();
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(CHILD_SECONDS);
 	setrlimit(RLIMIT_CPU, &cpu);
@@ -273,6 +274,11 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	}
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
 	ret = fstat(exe_fd, &st) ? PB_FAIL : exe_pages(exe_fd, &rec, &st, &r.p);
+	if (!ret) {	/* for the parent: whose runs of it may be learned */
+		r.has_record = true;
+		r.rec_flags = le32toh(pb_hdr(&rec)->flags);
+		r.exe = st;
+	}
 	if (ret == PB_NONE && pb_marker_is_one(t.marker, sizeof(t.marker))) {
 		/*
 		 * A marker, and a record the kernel would refuse (a crafted

@@ -67,6 +67,24 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		if (!v)
 			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		pbd.cfg.children = (unsigned int)v;
+	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN")) {
+		if (!strcmp(val, "no"))
+			pbd.cfg.learn = PBD_LEARN_NO;
+		else if (!strcmp(val, "owner"))
+			pbd.cfg.learn = PBD_LEARN_OWNER;
+		else if (!strcmp(val, "every"))
+			pbd.cfg.learn = PBD_LEARN_EVERY;
+		else
+			return pb_error(path, "line %u: %s=%s is not no, owner or every",
+					line, key, val);
+	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_INTERVAL_S")) {
+		if (config_number(path, line, key, val, 86400, &pbd.cfg.learn_interval_s))
+			return PB_FAIL;
+	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_WINDOW_MS")) {
+		if (config_number(path, line, key, val, 600000, &pbd.cfg.learn_window_ms))
+			return PB_FAIL;
+		if (!pbd.cfg.learn_window_ms)
+			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 	} else if (!strncmp(key, "PBITMAP_DAEMON", 14)) {
 		return pb_error(path, "line %u: unknown setting %s", line, key);
 	}
@@ -103,7 +121,8 @@ int config_load(const char *path)
 	FILE *fp;
 
 	pbd.cfg = (struct config){ .gap = default_gap(), .budget = 256 << 20, .pressure = 10,
-				 .children = 4 };
+				 .children = 4, .learn = PBD_LEARN_OWNER,
+				 .learn_interval_s = 60, .learn_window_ms = 10000 };
 	fp = fopen(path, "re");
 	if (!fp)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");

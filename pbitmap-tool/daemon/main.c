@@ -44,6 +44,7 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <stddef.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -92,7 +93,7 @@ void pb_print_verb_help(const char *name)
 
 /* ---- the parent ---------------------------------------------------------- */
 
-static void kid_started(pid_t pid)
+void kid_started(pid_t pid)
 {
 	pbd.children++;
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
@@ -305,8 +306,27 @@ static void read_events(int fan, int report_fd,
 	}
 }
 
+/* A learning run's writer: its counters. */
+static void add_learn_report(const struct counters *n)
+{
+	pbd.n.learn_written += n->learn_written;
+	pbd.n.learn_pages += n->learn_pages;
+	pbd.n.learn_skip_recent += n->learn_skip_recent;
+	pbd.n.learn_skip_policy += n->learn_skip_policy;
+	pbd.n.learn_skip_changed += n->learn_skip_changed;
+	pbd.n.learn_skip_failed += n->learn_skip_failed;
+}
+
 static void add_report(const struct report *r)
 {
+	if (r->learn) {
+		add_learn_report(&r->n);
+		if (r->relearn)
+			learn_allow(&r->exe, r->rec_flags);
+		return;
+	}
+	if (r->has_record)
+		learn_allow(&r->exe, r->rec_flags);
 	pbd.n.skip_budget += r->p.skip_budget;
 	pbd.n.skip_gone += r->gone;
 	if (r->result) {
@@ -330,6 +350,19 @@ static void add_report(const struct report *r)
 	pbd.n.skip_denied += r->p.skip_denied;
 }
 
+/* The counters, in the order `pbitmap status` explains them. */
+#define COUNTER(name) { #name, offsetof(struct counters, name) }
+static const struct { const char *name; size_t offset; } counter_names[] = {
+	COUNTER(execs), COUNTER(unstamped), COUNTER(prefetched), COUNTER(plans),
+	COUNTER(opens), COUNTER(data_prefetched), COUNTER(files), COUNTER(extents),
+	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
+	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
+	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed),
+	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_pages),
+	COUNTER(learn_skip_recent), COUNTER(learn_skip_policy), COUNTER(learn_skip_changed),
+	COUNTER(learn_skip_failed), COUNTER(learn_lost), COUNTER(learn_events_lost),
+};
+
 /* The counters, replaced whole: a reader never sees half of them. */
 static void write_status(void)
 {
@@ -347,15 +380,14 @@ static void write_status(void)
 			close(fd);
 		return;
 	}
-	fprintf(fp, "pid %d\npending %u\nexecs %" PRIu64 "\nunstamped %" PRIu64 "\nprefetched %" PRIu64
-		"\nplans %" PRIu64 "\nopens %" PRIu64 "\ndata_prefetched %" PRIu64 "\nfiles %" PRIu64 "\nextents %" PRIu64 "\nbytes %" PRIu64
-		"\nskip_kernel %" PRIu64 "\nskip_recent %" PRIu64 "\nskip_busy %" PRIu64
-		"\nskip_pressure %" PRIu64 "\nskip_gone %" PRIu64 "\nskip_mismatch %" PRIu64
-		"\nskip_fs %" PRIu64 "\nskip_denied %" PRIu64 "\nskip_budget %" PRIu64
-		"\nskip_failed %" PRIu64 "\n", (int)getpid(), pbd.children, pbd.n.execs, pbd.n.unstamped,
-		pbd.n.prefetched, pbd.n.plans, pbd.n.opens, pbd.n.data_prefetched, pbd.n.files, pbd.n.extents, pbd.n.bytes, pbd.n.skip_kernel,
-		pbd.n.skip_recent, pbd.n.skip_busy, pbd.n.skip_pressure, pbd.n.skip_gone,
-		pbd.n.skip_mismatch, pbd.n.skip_fs, pbd.n.skip_denied, pbd.n.skip_budget, pbd.n.skip_failed);
+	fprintf(fp, "pid %d\npending %u\nlearning %d\n", (int)getpid(), pbd.children,
+		pbd.learning);
+	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
+		uint64_t v;
+
+		memcpy(&v, (const char *)&pbd.n + counter_names[i].offset, sizeof(v));
+		fprintf(fp, "%s %" PRIu64 "\n", counter_names[i].name, v);
+	}
 	if (fclose(fp) || rename(tmp, pbd.status_path))
 		unlink(tmp);
 }
@@ -384,7 +416,7 @@ static bool reap(int report_fd)
 /* Events seen: when it moved, the status file is due within a second. */
 static uint64_t events_seen(void)
 {
-	return pbd.n.execs + pbd.n.opens;
+	return pbd.n.execs + pbd.n.opens + pbd.n.learners;
 }
 
 /*
@@ -393,7 +425,7 @@ static uint64_t events_seen(void)
  */
 static int serve(int fan, int fan_open)
 {
-	int pipefd[2], sfd;
+	int pipefd[2], sfd, learn_fd = -1;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -409,6 +441,10 @@ static int serve(int fan, int fan_open)
 	pbd.own_fds[1] = fan_open;
 	pbd.own_fds[2] = sfd;
 	pbd.own_fds[3] = pipefd[0];
+	if (pbd.cfg.learn != PBD_LEARN_NO) {
+		learn_fd = learn_start(pipefd[1]);
+		pbd.learning = learn_fd >= 0 ? 1 : 2;
+	}
 	write_status();
 	/*
 	 * The status file is rewritten when a read-ahead starts or ends, and
@@ -417,15 +453,21 @@ static int serve(int fan, int fan_open)
 	 * attribute look-up, not a file written.
 	 */
 	for (uint64_t written = now_ms(), seen = events_seen();;) {
-		struct pollfd pfd[4] = { { fan, POLLIN, 0 }, { fan_open, POLLIN, 0 },
-					 { sfd, POLLIN, 0 }, { pipefd[0], POLLIN, 0 } };
+		struct pollfd pfd[5] = { { fan, POLLIN, 0 }, { fan_open, POLLIN, 0 },
+					 { sfd, POLLIN, 0 }, { pipefd[0], POLLIN, 0 },
+					 { learn_fd, POLLIN, 0 } };
 		unsigned int children = pbd.children;
 		struct signalfd_siginfo si;
+		int timeout = learn_pending() ? 200 :
+			      seen != events_seen() || pbd.children ? 1000 : -1;
 
-		if (poll(pfd, 4, seen != events_seen() || pbd.children ? 1000 : -1) < 0 &&
-		    errno != EINTR)
+		if (poll(pfd, 5, timeout) < 0 && errno != EINTR)
 			return pb_error_errno(NULL, "poll");
 		kill_overstayed();
+		/* first: a learner's faults fill the ring buffer fastest */
+		if (pfd[4].revents & POLLIN)
+			learn_events();
+		learn_tick();
 		if (pfd[0].revents & POLLIN)
 			read_events(fan, pipefd[1], handle_event);
 		if (pfd[1].revents & POLLIN)

@@ -2,7 +2,8 @@
 /*
  * pbitmapd's parts: main.c (the event loop, the counters), config.c (the
  * settings), marks.c (the filesystems watched), budget.c (what the machine
- * can spare), child.c (one exec's or open's read-ahead, in a child).
+ * can spare), child.c (one exec's or open's read-ahead, in a child),
+ * learn.c and learn.bpf.c (learning).
  */
 #ifndef PBITMAPD_H
 #define PBITMAPD_H
@@ -10,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <sys/fanotify.h>
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <limits.h>
 
@@ -37,6 +39,9 @@ struct config {
 	uint64_t budget;	/* PBITMAP_DAEMON_BUDGET_MB: bytes one exec may read at most */
 	unsigned int pressure;	/* PBITMAP_DAEMON_PRESSURE_PCT: PSI "some avg10" above which to skip */
 	unsigned int children;	/* PBITMAP_DAEMON_MAX_PARALLEL */
+	enum { PBD_LEARN_NO, PBD_LEARN_OWNER, PBD_LEARN_EVERY } learn;	/* PBITMAP_DAEMON_LEARN */
+	uint64_t learn_interval_s;	/* PBITMAP_DAEMON_LEARN_INTERVAL_S */
+	uint64_t learn_window_ms;	/* PBITMAP_DAEMON_LEARN_WINDOW_MS */
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -44,6 +49,9 @@ struct counters {
 	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed;
+	/* learning (learn.c) */
+	uint64_t learners, learn_written, learn_pages, learn_skip_recent, learn_skip_policy;
+	uint64_t learn_skip_changed, learn_skip_failed, learn_lost, learn_events_lost;
 };
 
 /* A child's report, one write() (atomic: less than PIPE_BUF). */
@@ -53,6 +61,12 @@ struct report {
 				 * only the program's own pages were read */
 	bool data;		/* a data file read ahead at its open */
 	struct pb_exec_prefetch p;
+	bool has_record;	/* an exec: the program's record was read, */
+	uint32_t rec_flags;	/* its flags, */
+	struct stat exe;	/* and the program's fstat() */
+	bool learn;		/* a learning run written: its counters in @n, */
+	bool relearn;		/* and the program's new inode, rewritten (@exe) */
+	struct counters n;
 };
 
 struct pbd_state {
@@ -70,6 +84,8 @@ struct pbd_state {
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
+	/* learning: 0 off (PBITMAP_DAEMON_LEARN=no), 1 on, 2 not available (BPF) */
+	int learning;
 	int own_fds[4];		/* the two groups, the signalfd, the reports' read end */
 };
 extern struct pbd_state pbd;
@@ -88,7 +104,7 @@ unsigned int memory_pressure(void);
 uint64_t exec_budget(pid_t pid);
 
 /* child.c */
-int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int *nr);
+int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr);
 int task_path(pid_t pid, int fd, char *out, size_t size);
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr);
 void child_limits(void);
@@ -96,5 +112,16 @@ void __attribute__((noreturn)) child_report(int report_fd, const struct report *
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int report_fd);
+
+/* main.c */
+void kid_started(pid_t pid);
+
+/* learn.c: learning on a stock kernel */
+int learn_start(int report_fd);		/* the descriptor to poll, or PB_FAIL */
+void learn_events(void);		/* read what the BPF side reported */
+void learn_tick(void);			/* write the runs whose window ended */
+bool learn_pending(void);		/* runs being followed */
+void learn_allow(const struct stat *st, uint32_t flags);
+void learn_close_fds(void);		/* in a child: none of the BPF descriptors */
 
 #endif

@@ -59,41 +59,13 @@ static bool still_there(const struct pb_observed_file *sf, struct stat *st)
 	return stat(sf->path, st) == 0 && S_ISREG(st->st_mode) && st->st_ino == sf->ino;
 }
 
-/* Observed pages -> granules of @f's record; offsets past the content are not ours. */
-static void build_plane(const struct pb_file *f, const struct pb_observed_file *sf,
-			unsigned char *plane)
-{
-	uint64_t page_size = sf->page_size;
-	uint64_t nr = pb_nr_pages(&f->rec), content = pb_content_size(f);
-	unsigned int shift = pb_page_shift(&f->rec);
-	uint64_t p;
-
-	for (uint64_t from = 0; pb_pageset_next(&sf->pages, from, &p); from = p + 1) {
-		uint64_t off = p * page_size, g, last;
-
-		if (off >= content)
-			return;
-		last = (off + page_size - 1) >> shift;
-		for (g = off >> shift; g <= last && g < nr; g++)
-			pb_set_bit(plane, g);
-	}
-}
-
 static void learn_into(struct pb_file *f, const struct pb_observed_file *sf)
 {
-	unsigned char *plane = calloc(1, le32toh(pb_hdr(&f->rec)->plane_size));
-	uint64_t nr = pb_nr_pages(&f->rec);
+	uint64_t marked;
 
-	if (!plane) {
-		pb_error_errno(f->path, "malloc");
-		return;
-	}
-	build_plane(f, sf, plane);
-	pb_shift_in(&f->rec, plane, time(NULL));
-	if (pb_save(f) == 0)
+	if (pb_learn_generation(f, &sf->pages, sf->page_size, &marked) == 0)
 		pb_note(f->path, "generation %" PRIu64 ": %" PRIu64 " of %" PRIu64 " pages",
-			le64toh(pb_hdr(&f->rec)->runs), pb_count_bits(plane, nr), nr);
-	free(plane);
+			le64toh(pb_hdr(&f->rec)->runs), marked, pb_nr_pages(&f->rec));
 }
 
 /*

@@ -39,7 +39,28 @@ static const struct {
 	{ "skip_denied", "files skipped: the program's user may not read them" },
 	{ "skip_budget", "files skipped: the budget was spent (or memory.high reached)" },
 	{ "skip_failed", "execs that failed (fork, or the reader's limits)" },
+	{ "learners", "runs of stamped programs followed to learn from" },
+	{ "learn_written", "files given a learned generation" },
+	{ "learn_pages", "pages marked in those generations" },
+	{ "learn_skip_recent", "not learned: learned less than learn_interval_s before" },
+	{ "learn_skip_policy", "files not written: their policy does not admit the run" },
+	{ "learn_skip_changed", "files not written: renamed, replaced or gone since" },
+	{ "learn_skip_failed", "files not written: busy, locked, read-only, or an error" },
+	{ "learn_lost", "runs or files not followed: too many at once, or gone" },
+	{ "learn_events_lost", "faults the BPF ring buffer had no room for" },
 };
+
+/* pbitmapd's learning, as its status file says (learn.c). */
+static void print_learning(int state)
+{
+	static const char *const what[] = {
+		"off (PBITMAP_DAEMON_LEARN=no, or left to the kernel)",
+		"on (BPF: execs and page faults of stamped programs)",
+		"not available (its BPF programs did not load: see the daemon's log)",
+	};
+
+	printf("learning: %s\n", state >= 0 && state <= 2 ? what[state] : "unknown");
+}
 
 /* The kernel's own prefetch: vm.pbitmap_enabled, on a patched kernel. */
 static void print_kernel(void)
@@ -95,10 +116,13 @@ int pb_cmd_status(int argc, char **argv)
 	running = kill((pid_t)pid, 0) == 0 || errno == EPERM;
 	printf("pbitmapd: %s (pid %llu)%s\n", running ? "running" : "not running", pid,
 	       running ? "" : "; its last counters:");
-	while (fscanf(fp, "%63s %llu", key, &val) == 2)
+	while (fscanf(fp, "%63s %llu", key, &val) == 2) {
+		if (!strcmp(key, "learning"))
+			print_learning((int)val);
 		for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 			if (!strcmp(key, counters[i].key))
-				printf("%14llu  %-14s %s\n", val, key, counters[i].what);
+				printf("%14llu  %-18s %s\n", val, key, counters[i].what);
+	}
 	fclose(fp);
 	if (pb_flush_stdout())
 		return PB_EXIT_FAIL;

@@ -556,6 +556,14 @@ uint64_t pb_pageset_count(const struct pb_pageset *s);
 void pb_pageset_free(struct pb_pageset *s);
 
 /*
+ * Make @pages (indices of @page_size-byte pages of the file) the newest
+ * generation of @f's record, opened with PB_OPEN_WRITE, and save it
+ * (generation.c); *@marked: the granules set.  0 or pb_save()'s error.
+ */
+int pb_learn_generation(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
+			uint64_t *marked);
+
+/*
  * System calls that take file pages out of an address space (tracee.c):
  * munmap, mremap, execve(at), mmap with MAP_FIXED, madvise(DONTNEED,
  * REMOVE, PAGEOUT, DONTNEED_LOCKED); with @file_mmaps, every mmap of a

@@ -1,0 +1,158 @@
+#!/bin/bash
+# Guest test, on Debian's own 6.12 kernel (no pbitmap patch): pbitmapd's
+# learning (learn.c, learn.bpf.c): BPF sees a learner's exec and faults,
+# the daemon writes a generation into the stamped files it mapped.
+#
+#   - the owner's runs: a stamped copy of cc1 and the stamped libgmp it
+#     maps, run by root (their owner): after the runs each has learned
+#     generations, no page outside the file, the same owner and mode, and
+#     the record verifies; every run after the first is learned, though
+#     each generation gives the program a new inode.  Printed: the pages
+#     learned against those `pbitmap record` learns of the same program
+#     (faults against touched pages: fault-around hides the rest), and a
+#     cold start read ahead from each bitmap.
+#   - the policy: an owner-policy program run by nobody is not learned; a
+#     --learn=every one run by nobody is, with PBITMAP_DAEMON_LEARN=every
+#     only, and stays root's; a --learn=never one never is.
+#   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
+#     is written while it still runs.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+W=/var/tmp/t-daemon-learn
+PBITMAPD=$HERE/pbitmapd
+rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
+fail() { echo "FAIL: $*" >&2; [ -f "$W/daemon.log" ] && tail -n 20 "$W/daemon.log" >&2; exit 1; }
+NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+
+[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
+	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
+[ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+[ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
+
+DPID=
+start_daemon() {	# CONF
+	rm -f status
+	"$PBITMAPD" -v -c "$W/$1" -s "$W/status" 2>>"$W/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do [ -s status ] && break; sleep 0.1; done
+	[ -s status ] || fail "pbitmapd wrote no status file in 10 s"
+	[ "$(counter learning)" = 1 ] || fail "learning is not on ($(counter learning)): $(cat daemon.log)"
+}
+stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null; wait "$DPID" || true; DPID=; }; }
+trap 'stop_daemon' EXIT
+counter() { awk -v k="$1" '$1 == k { print $2 }' "$W/status"; }
+# settle: no child at work, and $1 at least $2 (10 s at most)
+settle() {
+	for _ in $(seq 100); do
+		[ "$(counter pending)" = 0 ] && [ "$(counter "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "after 10 s: $1 $(counter "$1"), wanted $2; pending $(counter pending)"
+}
+runs() { pbitmap show --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["runs"])'; }
+newest() {	# the pages of the newest generation
+	pbitmap show "$1" | awk '$1 == "0" && NF >= 3 { print $2; exit }'
+}
+printf 'int square(int x) { return x * x; }\n' >x.c
+CC1=$(gcc -print-prog-name=cc1)
+GMP=$(readlink -f "$(ldd "$CC1" | awk '/libgmp/ { print $3 }')")
+[ -f "$GMP" ] || fail "cc1 maps no libgmp"
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >owner.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=every\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >every.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >no.conf
+
+# ---- the owner's runs ---------------------------------------------------------
+cp "$CC1" cc1 && cp "$CC1" cc1r && cp "$CC1" cc1p
+pbitmap add -q cc1 cc1r "$GMP" || fail "cannot stamp cc1 and libgmp"
+mode0=$(stat -c '%U %a' cc1)
+start_daemon owner.conf
+cold() { sync; echo 3 >/proc/sys/vm/drop_caches; "$@"; }
+cold ./cc1 -quiet -O2 x.c -o 0.s		# its record read: from now on, it is learned
+settle execs 1
+for i in 1 2 3; do
+	w0=$(counter learn_written)
+	cold ./cc1 -quiet -O2 x.c -o "$i.s"
+	settle learn_written $((w0 + 2))	# cc1 and libgmp
+done
+stop_daemon
+[ "$(runs cc1)" = 3 ] && [ "$(runs "$GMP")" = 3 ] ||
+	fail "3 learned runs: cc1 has $(runs cc1) generations, libgmp $(runs "$GMP")"
+[ "$(stat -c '%U %a' cc1)" = "$mode0" ] || fail "cc1 is now $(stat -c '%U %a' cc1), was $mode0"
+pbitmap verify -q cc1 "$GMP" || fail "a learned record does not verify"
+cmp -s 1.s 3.s || fail "cc1's output changed"
+d=$(newest cc1)
+pbitmap record -- ./cc1r -quiet -O2 x.c -o r.s 2>/dev/null || fail "pbitmap record of cc1"
+r=$(newest cc1r)
+[ "$d" -gt 0 ] && [ "$d" -le $((r + r / 20)) ] ||
+	fail "cc1: $d pages learned from its faults, $r touched (pbitmap record): faults are a subset"
+echo "owner: 3 runs of cc1 by root, 3 generations in cc1 and in libgmp; cc1's newest: $d pages" \
+	"faulted, of $r touched (pbitmap record, fault-around off): $((d * 100 / r))%"
+
+# a cold start read ahead from each bitmap (learning off, so nothing changes)
+start_daemon_nolearn() {
+	rm -f status
+	"$PBITMAPD" -c "$W/no.conf" -s "$W/status" 2>>"$W/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do [ -s status ] && break; sleep 0.1; done
+}
+start_daemon_nolearn
+for p in cc1p cc1r cc1; do
+	sync; echo 3 >/proc/sys/vm/drop_caches
+	read -r r0 _ </sys/block/vda/stat
+	/usr/bin/time -f %F -o "maj.$p" "./$p" -quiet -O2 x.c -o o.s
+	read -r r1 _ </sys/block/vda/stat
+	echo "$(cat "maj.$p") $((r1 - r0))" >"res.$p"
+	sleep 2.5
+done
+stop_daemon
+read -r mp rp <res.cc1p; read -r mr rr <res.cc1r; read -r md rd <res.cc1
+echo "cold cc1 under pbitmapd: unstamped $mp major faults, $rp read requests; learned by" \
+	"pbitmap record $mr, $rr; learned by pbitmapd $md, $rd"
+[ "$md" -lt "$mp" ] || fail "the bitmap pbitmapd learned cut no major fault ($mp -> $md)"
+
+# ---- the policy ---------------------------------------------------------------
+cp "$CC1" own && cp "$CC1" every && cp "$CC1" never
+pbitmap add -q own && pbitmap add -q --learn=every every && pbitmap add -q --learn=never never ||
+	fail "cannot stamp the policy copies"
+mkdir -m 1777 out
+as_nobody() { cold "${NOBODY[@]}" "./$1" -quiet -O2 x.c -o "out/$1.$2.s"; }
+start_daemon owner.conf
+for i in 1 2 3; do as_nobody own "$i"; as_nobody every "$i"; ./never -quiet -O2 x.c -o "never.$i.s"; done
+settle execs 9
+sleep 1
+stop_daemon
+[ "$(runs own)" = 0 ] || fail "nobody's runs of a root-owned --learn=owner program were learned"
+[ "$(runs every)" = 0 ] || fail "nobody's runs of a --learn=every program were learned under LEARN=owner"
+[ "$(runs never)" = 0 ] || fail "a --learn=never program was learned"
+start_daemon every.conf
+as_nobody every 4
+settle execs 1
+w0=$(counter learn_written)
+as_nobody every 5
+settle learn_written $((w0 + 1))
+stop_daemon
+[ "$(runs every)" = 1 ] || fail "LEARN=every: nobody's run of a --learn=every program: $(runs every) generations"
+[ "$(stat -c %U every)" = root ] || fail "the learned --learn=every program is now $(stat -c %U every)'s"
+echo "policy: nobody's runs not learned into root's --learn=owner program, nor --learn=every under" \
+	"LEARN=owner; learned into --learn=every under LEARN=every (written as root); --learn=never never"
+
+# ---- the window ---------------------------------------------------------------
+printf '#include <unistd.h>\nint main(void) { sleep(4); return 0; }\n' >s.c
+gcc -O1 -o slow s.c || fail "cannot build a program"
+pbitmap add -q slow || fail "cannot stamp it"
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=500\n' >window.conf
+start_daemon window.conf
+./slow &
+first=$!
+settle execs 1
+w0=$(counter learn_written)
+t0=$(date +%s%N)
+./slow &
+pid=$!
+settle learn_written $((w0 + 1))
+kill -0 "$pid" 2>/dev/null || fail "the run ended before its generation was written: not written at the window's end"
+echo "window: learned 500 ms after its exec, written after $((($(date +%s%N) - t0) / 1000000)) ms, while it still ran"
+wait "$first" "$pid"	# not a bare wait: the daemon is a child too
+stop_daemon
+pbitmap verify -q slow own every never || fail "a record does not verify"
+echo "PASS: pbitmapd learns on $(uname -r)"

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: GPL-2.0-or-later
+/*
+ * pbitmapd's learning on a stock kernel: the pages a starting program
+ * faults in its first PBITMAP_DAEMON_LEARN_WINDOW_MS become a generation
+ * of the bitmaps of the stamped files it mapped, as the patched kernel's
+ * learning makes one (docs/FORMAT.md, "Learning").
+ *
+ * learn.bpf.c sees the execs and the faults (why there: it says); this
+ * side keeps, per learner, the files it faulted on and their pages, and
+ * when the learner exits or its window ends, hands them to a child that
+ * writes them.
+ *
+ *   - Which programs: one whose record admits learning, told to the BPF
+ *     side (the learnable map) when its exec's read-ahead child has read
+ *     its record.  So a program is learned from its second exec after the
+ *     daemon starts.  At most one learning run per program per
+ *     PBITMAP_DAEMON_LEARN_INTERVAL_S: other runs are not followed.
+ *   - Names: a file's name is taken from /proc/PID/maps at the learner's
+ *     first fault on it, relative to the learner's root, and the write
+ *     opens that name in that root and checks it leads to the inode that
+ *     faulted; a file renamed or replaced since is not written.
+ *   - Whose write (the kernel's rule): a file the learner owns, as the
+ *     learner (its real user and groups, no capability); a file stamped
+ *     --learn=every, with PBITMAP_DAEMON_LEARN=every, that is not set-id
+ *     and has no file capabilities, as root; no other.  Every write goes
+ *     through the tool's open, lock and save (pb_open(PB_OPEN_WRITE),
+ *     pb_learn_generation()), which refuse what the tool refuses (a file
+ *     the writer may not write, IMA, fs-verity, immutable) and never wait
+ *     on a lock: PBITMAP_LOCK_TIMEOUT is 0 in the writer.  The security
+ *     modules see pbitmapd's writer child, not the learner.
+ *   - An ELF file is written as the tool writes it: a copy renamed over
+ *     it.  Its inode changes, and a start-up plan naming it goes stale
+ *     until it is written again (pbitmapd(8)).
+ */
+#include <endian.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/xattr.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "pbitmapd.h"
+#include "learn.h"
+
+/* The compiled BPF object (Makefile: PBD_LEARN_OBJ), in this binary. */
+__asm__(".pushsection .rodata\n"
+	".balign 8\n"
+	".global pbd_learn_obj\n"
+	"pbd_learn_obj:\n"
+	".incbin \"" PBD_LEARN_OBJ "\"\n"
+	".global pbd_learn_obj_end\n"
+	"pbd_learn_obj_end:\n"
+	".popsection\n");
+extern const char pbd_learn_obj[], pbd_learn_obj_end[];
+
+#define MAX_LEARNERS	64	/* runs followed at once */
+#define MAX_FILES	64	/* files of one run */
+#define MAX_GROUPS	64	/* a learner with more groups is not followed */
+#define MAX_PROGRAMS	1024	/* programs whose last learning run is remembered */
+#define PAGE_SIZE_LEARN	4096	/* the unit of the BPF side's page indices */
+
+struct learn_file {
+	dev_t dev;
+	ino_t ino;
+	char *path;		/* in the learner's root; NULL: not named */
+	struct pb_pageset pages;
+};
+
+struct learner {
+	pid_t tgid;		/* 0: a free slot */
+	dev_t exe_dev;		/* the program */
+	ino_t exe_ino;
+	uid_t uid;
+	gid_t gid;
+	int nr_groups;
+	gid_t groups[MAX_GROUPS];
+	int root;		/* O_PATH descriptor of its root */
+	char root_path[PATH_MAX];	/* the same, as /proc/PID/maps names files */
+	uint64_t until_ms;
+	size_t nr_files;
+	struct learn_file files[MAX_FILES];
+};
+
+static struct {
+	struct bpf_object *obj;
+	struct ring_buffer *rb;
+	int learnable_fd, learners_fd, stats_fd;
+	int fds[64];		/* the descriptors libbpf opened: no child keeps them */
+	size_t nr_fds;
+	struct learner l[MAX_LEARNERS];
+	size_t nr_learners;
+	/* each program's last learning run: one run per interval */
+	struct { dev_t dev; ino_t ino; uint64_t when_ms; } last[MAX_PROGRAMS];
+	unsigned int last_next;
+	int report_fd;
+} L = { .learnable_fd = -1, .learners_fd = -1, .stats_fd = -1 };
+
+static void learn_finish(struct learner *l);
+
+static __u64 kernel_dev(dev_t dev)
+{
+	return (__u64)major(dev) << 20 | minor(dev);
+}
+
+static dev_t user_dev(__u64 dev)
+{
+	return makedev((unsigned int)(dev >> 20), (unsigned int)(dev & 0xfffff));
+}
+
+static int quiet_libbpf(enum libbpf_print_level level, const char *fmt, va_list ap)
+{
+	if (!pb_verbose || level == LIBBPF_DEBUG)
+		return 0;
+	return vfprintf(stderr, fmt, ap);
+}
+
+/* ---- what the parent keeps --------------------------------------------- */
+
+static struct learner *learner_find(pid_t tgid)
+{
+	for (size_t i = 0; i < MAX_LEARNERS; i++)
+		if (L.l[i].tgid == tgid)
+			return &L.l[i];
+	return NULL;
+}
+
+static void learner_free(struct learner *l)
+{
+	__u32 key = (__u32)l->tgid;
+
+	bpf_map_delete_elem(L.learners_fd, &key);
+	for (size_t i = 0; i < l->nr_files; i++) {
+		free(l->files[i].path);
+		pb_pageset_free(&l->files[i].pages);
+	}
+	if (l->root >= 0)
+		close(l->root);
+	memset(l, 0, sizeof(*l));
+	l->root = -1;
+	L.nr_learners--;
+}
+
+static uint64_t *last_run(dev_t dev, ino_t ino)
+{
+	for (unsigned int i = 0; i < MAX_PROGRAMS; i++)
+		if (L.last[i].dev == dev && L.last[i].ino == ino)
+			return &L.last[i].when_ms;
+	return NULL;
+}
+
+static void note_run(dev_t dev, ino_t ino)
+{
+	uint64_t *when = last_run(dev, ino);
+
+	if (!when) {
+		L.last[L.last_next].dev = dev;
+		L.last[L.last_next].ino = ino;
+		when = &L.last[L.last_next].when_ms;
+		L.last_next = (L.last_next + 1) % MAX_PROGRAMS;
+	}
+	*when = now_ms();
+}
+
+/*
+ * The name of (@dev, @ino) in @l's mappings, relative to its root; NULL
+ * when it has none there (exited, unmapped, deleted, or outside its root).
+ */
+static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
+{
+	char path[64], *line = NULL, *name = NULL;
+	size_t cap = 0, root_len = strcmp(l->root_path, "/") ? strlen(l->root_path) : 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)l->tgid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return NULL;
+	while (!name && getline(&line, &cap, fp) > 0) {
+		unsigned int maj, min;
+		unsigned long long inode;
+		int at = 0;
+		char *p;
+
+		if (sscanf(line, "%*x-%*x %*s %*x %x:%x %llu %n", &maj, &min, &inode, &at) != 3 ||
+		    !at || inode != ino || makedev(maj, min) != dev)
+			continue;
+		p = line + at;
+		p[strcspn(p, "\n")] = '\0';
+		if (*p != '/' || strstr(p, " (deleted)") ||
+		    (root_len && (strncmp(p, l->root_path, root_len) || p[root_len] != '/')))
+			continue;
+		name = strdup(p + root_len);
+	}
+	free(line);
+	fclose(fp);
+	return name;
+}
+
+static void on_exec(const struct pbd_learn_event *e)
+{
+	struct learner *l = learner_find((pid_t)e->tgid);
+	char path[64];
+	ssize_t n;
+
+	uint64_t *last = last_run(user_dev(e->dev), (ino_t)e->ino);
+	__u32 key = e->tgid;
+
+	if (l)		/* an exec within the window: the last program's run ends */
+		learn_finish(l);
+	if (last && now_ms() - *last < pbd.cfg.learn_interval_s * 1000) {
+		bpf_map_delete_elem(L.learners_fd, &key);	/* learned lately: not followed */
+		pbd.n.learn_skip_recent++;
+		return;
+	}
+	l = learner_find(0);
+	if (!l) {
+		bpf_map_delete_elem(L.learners_fd, &key);
+		pbd.n.learn_lost++;
+		return;
+	}
+	note_run(user_dev(e->dev), (ino_t)e->ino);
+	l->tgid = (pid_t)e->tgid;
+	l->exe_dev = user_dev(e->dev);
+	l->exe_ino = (ino_t)e->ino;
+	l->root = -1;
+	L.nr_learners++;
+	pbd.n.learners++;
+	l->until_ms = now_ms() + pbd.cfg.learn_window_ms;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)l->tgid);
+	l->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	n = readlink(path, l->root_path, sizeof(l->root_path) - 1);
+	if (l->root < 0 || n <= 0 || task_creds(l->tgid, &l->uid, &l->gid, l->groups, MAX_GROUPS, &l->nr_groups)) {
+		pbd.n.learn_lost++;	/* gone already */
+		learner_free(l);
+		return;
+	}
+	l->root_path[n] = '\0';
+}
+
+static void on_fault(const struct pbd_learn_event *e)
+{
+	struct learner *l = learner_find((pid_t)e->tgid);
+	dev_t dev = user_dev(e->dev);
+	struct learn_file *f = NULL;
+
+	if (!l)
+		return;
+	for (size_t i = 0; i < l->nr_files && !f; i++)
+		if (l->files[i].dev == dev && l->files[i].ino == (ino_t)e->ino)
+			f = &l->files[i];
+	if (!f) {
+		/* the daemon writes only on the filesystems it watches */
+		if (!is_local(dev) || l->nr_files == MAX_FILES)
+			return;
+		f = &l->files[l->nr_files++];
+		f->dev = dev;
+		f->ino = (ino_t)e->ino;
+		f->path = map_name(l, dev, f->ino);
+		if (!f->path)
+			pbd.n.learn_lost++;
+	}
+	if (f->path && pb_pageset_add(&f->pages, e->index))
+		pbd.n.learn_lost++;
+}
+
+static int on_event(void *ctx, void *data, size_t size)
+{
+	struct pbd_learn_event e;
+	struct learner *l;
+
+	(void)ctx;
+	if (size < sizeof(e))
+		return 0;
+	memcpy(&e, data, sizeof(e));
+	if (e.kind == PBD_LEARN_EXEC) {
+		on_exec(&e);
+	} else if (e.kind == PBD_LEARN_FAULT) {
+		on_fault(&e);
+	} else if (e.kind == PBD_LEARN_EXIT) {
+		l = learner_find((pid_t)e.tgid);
+		if (l)
+			learn_finish(l);
+	}
+	return 0;
+}
+
+/* ---- the writer, in a child ---------------------------------------------- */
+
+/*
+ * Who may write @f's generation: 1 the learner (it owns the file), 2 root
+ * (every run may be learned), 0 nobody (the record's policy, the daemon's
+ * setting, a set-id or capable file learned only from its owner).  Looks
+ * only (a probe); the write opens the file again.
+ */
+static int writer_of(const struct learner *l, const struct learn_file *lf, struct stat *st)
+{
+	struct pb_file f;
+	uint32_t flags;
+	time_t updated;
+
+	if (pb_path_lstat(lf->path, st) || !S_ISREG(st->st_mode) ||
+	    st->st_ino != lf->ino || st->st_dev != lf->dev) {
+		pbd.n.learn_skip_changed++;
+		return 0;
+	}
+	if (pb_open(&f, lf->path, PB_OPEN_PROBE))
+		return 0;
+	if (!f.has_record) {
+		pb_close(&f);
+		return 0;	/* not stamped: most libraries */
+	}
+	flags = le32toh(pb_hdr(&f.rec)->flags);
+	updated = (time_t)le64toh(pb_hdr(&f.rec)->last_update);
+	pb_close(&f);
+	if (updated && time(NULL) - updated < (time_t)pbd.cfg.learn_interval_s) {
+		pbd.n.learn_skip_recent++;
+		return 0;
+	}
+	if (flags & PBITMAP_F_NO_LEARN)
+		goto refused;
+	if (st->st_uid == l->uid)
+		return 1;
+	if ((flags & PBITMAP_F_LEARN_EVERY) && pbd.cfg.learn == PBD_LEARN_EVERY &&
+	    !(st->st_mode & (S_ISUID | S_ISGID)) &&
+	    getxattr(lf->path, "security.capability", NULL, 0) < 0)
+		return 2;
+refused:
+	pbd.n.learn_skip_policy++;
+	return 0;
+}
+
+/*
+ * The program itself, rewritten by its generation, has a new inode: the
+ * BPF side is told to follow that one (@r), else every other run of it
+ * would go unlearned.
+ */
+static void write_one(const struct learner *l, const struct learn_file *lf, struct report *r)
+{
+	uint64_t marked = 0;
+	struct pb_file f;
+	uint32_t flags;
+
+	if (pb_open(&f, lf->path, PB_OPEN_WRITE)) {
+		pbd.n.learn_skip_failed++;	/* said why: busy, locked, read-only ... */
+		return;
+	}
+	if (f.st.st_ino != lf->ino || f.st.st_dev != lf->dev || !f.has_record) {
+		pbd.n.learn_skip_changed++;
+	} else if (pb_learn_generation(&f, &lf->pages, PAGE_SIZE_LEARN, &marked)) {
+		pbd.n.learn_skip_failed++;
+	} else {
+		pbd.n.learn_written++;
+		pbd.n.learn_pages += marked;
+		flags = le32toh(pb_hdr(&f.rec)->flags);
+		if (lf->dev == l->exe_dev && lf->ino == l->exe_ino &&
+		    !pb_path_lstat(lf->path, &r->exe)) {
+			r->relearn = true;
+			r->rec_flags = flags;
+		}
+		if (pb_verbose)
+			pb_note(lf->path, "learned: generation %" PRIu64 ", %" PRIu64 " of %"
+				PRIu64 " pages", le64toh(pb_hdr(&f.rec)->runs), marked,
+				pb_nr_pages(&f.rec));
+	}
+	pb_close(&f);
+}
+
+/*
+ * Write @l's generations: in its root, confined to the local filesystems,
+ * first root's writes (files every run may learn), then, as the learner,
+ * its own files'.  Reports the learning counters.
+ */
+static void __attribute__((noreturn)) learn_child(struct learner *l, int report_fd)
+{
+	struct report r = { .learn = true };
+	int who[MAX_FILES] = { 0 };
+	struct stat st;
+
+	child_limits();
+	setenv("PBITMAP_LOCK_TIMEOUT", "0", 1);	/* never wait on a lock */
+	memset(&pbd.n, 0, sizeof(pbd.n));
+	if (fchdir(l->root) || chroot(".") || chdir("/"))
+		_exit(1);
+	pb_confine_local(pbd.local, pbd.nr_local);
+	for (size_t i = 0; i < l->nr_files; i++)
+		if (l->files[i].path && pb_pageset_count(&l->files[i].pages))
+			who[i] = writer_of(l, &l->files[i], &st);
+	for (size_t i = 0; i < l->nr_files; i++)
+		if (who[i] == 2)
+			write_one(l, &l->files[i], &r);
+	if (drop_privileges(l->uid, l->gid, l->groups, l->nr_groups))
+		_exit(1);
+	for (size_t i = 0; i < l->nr_files; i++)
+		if (who[i] == 1)
+			write_one(l, &l->files[i], &r);
+	r.n = pbd.n;
+	child_report(report_fd, &r);
+}
+
+static void learn_finish(struct learner *l)
+{
+	bool any = false;
+	pid_t child;
+
+	for (size_t i = 0; i < l->nr_files; i++)
+		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);
+	if (any) {
+		child = fork();
+		if (child == 0)
+			learn_child(l, L.report_fd);
+		if (child > 0)
+			kid_started(child);
+		else
+			pbd.n.learn_skip_failed++;
+	}
+	learner_free(l);
+}
+
+/* ---- what the event loop calls ------------------------------------------- */
+
+/* Descriptors now open, as a bitmap of the first 1024 numbers. */
+static void open_fds(unsigned char *set)
+{
+	for (int fd = 0; fd < 1024; fd++)
+		if (fcntl(fd, F_GETFD) >= 0)
+			set[fd / 8] |= (unsigned char)(1u << (fd % 8));
+}
+
+int learn_start(int report_fd)
+{
+	unsigned char before[128] = { 0 }, after[128] = { 0 };
+	struct pbd_learn_config cfg = { .window_ns = pbd.cfg.learn_window_ms * 1000000 };
+	struct bpf_program *prog;
+	__u32 zero = 0;
+	int err;
+
+	L.report_fd = report_fd;
+	for (size_t i = 0; i < MAX_LEARNERS; i++)
+		L.l[i].root = -1;
+	libbpf_set_print(quiet_libbpf);
+	open_fds(before);
+	L.obj = bpf_object__open_mem(pbd_learn_obj, (size_t)(pbd_learn_obj_end - pbd_learn_obj),
+				     NULL);
+	err = L.obj ? bpf_object__load(L.obj) : -errno;
+	bpf_object__for_each_program(prog, L.obj) {
+		if (err)
+			break;
+		if (!bpf_program__attach(prog))
+			err = -errno;
+	}
+	if (!err) {
+		L.learnable_fd = bpf_object__find_map_fd_by_name(L.obj, "learnable");
+		L.learners_fd = bpf_object__find_map_fd_by_name(L.obj, "learners");
+		L.stats_fd = bpf_object__find_map_fd_by_name(L.obj, "stats");
+		L.rb = ring_buffer__new(bpf_object__find_map_fd_by_name(L.obj, "events"),
+					on_event, NULL, NULL);
+		if (!L.rb || bpf_map_update_elem(bpf_object__find_map_fd_by_name(L.obj, "config"),
+						 &zero, &cfg, BPF_ANY))
+			err = -errno;
+	}
+	open_fds(after);
+	for (int fd = 0; fd < 1024 && L.nr_fds < sizeof(L.fds) / sizeof(L.fds[0]); fd++)
+		if ((after[fd / 8] & ~before[fd / 8]) & (1u << (fd % 8)))
+			L.fds[L.nr_fds++] = fd;
+	if (err) {
+		pb_error(NULL, "learning is off: its BPF programs did not load (%s); "
+			 "pbitmapd needs a kernel with BTF (6.12 or later)", strerror(-err));
+		return PB_FAIL;
+	}
+	return ring_buffer__epoll_fd(L.rb);
+}
+
+void learn_close_fds(void)
+{
+	for (size_t i = 0; i < L.nr_fds; i++)
+		close(L.fds[i]);
+}
+
+void learn_events(void)
+{
+	if (L.rb)
+		ring_buffer__consume(L.rb);
+}
+
+/* Runs whose window has ended, the program running on: written now. */
+void learn_tick(void)
+{
+	uint64_t now = now_ms();
+	__u64 lost = 0;
+	__u32 key = PBD_STAT_EVENTS_LOST;
+
+	for (size_t i = 0; i < MAX_LEARNERS; i++)
+		if (L.l[i].tgid && now > L.l[i].until_ms)
+			learn_finish(&L.l[i]);
+	if (L.stats_fd >= 0 && !bpf_map_lookup_elem(L.stats_fd, &key, &lost))
+		pbd.n.learn_events_lost = lost;
+}
+
+bool learn_pending(void)
+{
+	return L.nr_learners > 0;
+}
+
+/* The patched kernel learns itself when vm.pbitmap_learn is not 0. */
+static bool kernel_learns(void)
+{
+	FILE *fp = fopen("/proc/sys/vm/pbitmap_learn", "re");
+	int v = 0;
+
+	if (!fp)
+		return false;
+	if (fscanf(fp, "%d", &v) != 1)
+		v = 0;
+	fclose(fp);
+	return v != 0;
+}
+
+/*
+ * A stamped program's record was read (@st, its flags): whose runs of it
+ * the BPF side is to follow, if any.
+ */
+void learn_allow(const struct stat *st, uint32_t flags)
+{
+	struct pbd_learn_key key = { kernel_dev(st->st_dev), st->st_ino };
+	struct pbd_learn_who who = { .owner = st->st_uid };
+
+	if (L.learnable_fd < 0 || kernel_learns())
+		return;
+	if (pbd.cfg.learn == PBD_LEARN_NO || (flags & PBITMAP_F_NO_LEARN)) {
+		bpf_map_delete_elem(L.learnable_fd, &key);
+		return;
+	}
+	who.anyone = (flags & PBITMAP_F_LEARN_EVERY) && pbd.cfg.learn == PBD_LEARN_EVERY &&
+		     !(st->st_mode & (S_ISUID | S_ISGID));
+	bpf_map_update_elem(L.learnable_fd, &key, &who, BPF_ANY);
+}

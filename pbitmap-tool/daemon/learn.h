@@ -1,0 +1,50 @@
+/* SPDX-License-Identifier: GPL-2.0-or-later */
+/*
+ * What the BPF side of pbitmapd's learning (learn.bpf.c) and its user side
+ * (learn.c) share: the events of the ring buffer and the maps' keys.
+ */
+#ifndef PBITMAPD_LEARN_H
+#define PBITMAPD_LEARN_H
+
+#include <linux/types.h>
+
+enum pbd_learn_kind {
+	PBD_LEARN_EXEC = 1,	/* a learner's exec: @dev, @ino are the program's */
+	PBD_LEARN_FAULT = 2,	/* a learner's page fault on a file mapping */
+	PBD_LEARN_EXIT = 3,	/* the learner's thread group leader exited */
+};
+
+struct pbd_learn_event {
+	__u32 kind;
+	__u32 tgid;
+	__u32 uid;		/* EXEC: real user and group of the exec */
+	__u32 gid;
+	__u64 dev;		/* the kernel's dev_t: major << 20 | minor */
+	__u64 ino;
+	__u64 index;		/* FAULT: the page's index in the file */
+};
+
+/* The programs whose runs may be learned (learnable map). */
+struct pbd_learn_key {
+	__u64 dev;		/* the kernel's dev_t */
+	__u64 ino;
+};
+
+struct pbd_learn_who {
+	__u32 owner;		/* runs by this real user */
+	__u32 anyone;		/* or, when nonzero, by every user */
+};
+
+/* The settings, one element of the config map. */
+struct pbd_learn_config {
+	__u64 window_ns;	/* a learner's faults count this long after its exec */
+};
+
+/* Counters in the stats map. */
+enum pbd_learn_stat {
+	PBD_STAT_LEARNERS_FULL,	/* an exec not learned: the learners map was full */
+	PBD_STAT_EVENTS_LOST,	/* an event the ring buffer had no room for */
+	PBD_NR_STATS,
+};
+
+#endif
