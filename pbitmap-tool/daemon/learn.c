@@ -415,7 +415,10 @@ static void learn_finish(struct learner *l)
 
 	for (size_t i = 0; i < l->nr_files; i++)
 		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);
-	if (any) {
+	/* a child per run, and never more than the daemon can watch over */
+	if (any && pbd.children >= MAX_CHILDREN) {
+		pbd.n.learn_lost++;
+	} else if (any) {
 		child = fork();
 		if (child == 0)
 			learn_child(l, L.report_fd);
