@@ -17,16 +17,8 @@
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
 #     is written while it still runs.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/t-daemon-learn
-PBITMAPD=$HERE/pbitmapd
-rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
-fail() { echo "FAIL: $*" >&2; [ -f "$W/daemon.log" ] && tail -n 20 "$W/daemon.log" >&2; exit 1; }
-NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-
-[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
-	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
-[ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+source "$(dirname "$0")/daemonlib.sh"
 [ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
 
 DPID=

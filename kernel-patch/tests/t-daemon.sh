@@ -31,16 +31,8 @@
 #     verifies, the status file is whole; a restarted daemon works.
 #   - printed: the daemon's CPU time per exec, unstamped and stamped.
 set -euo pipefail
-HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/t-daemon
-PBITMAPD=$HERE/pbitmapd
-rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
-fail() { echo "FAIL: $*" >&2; [ -f "$W/daemon.log" ] && tail -n 20 "$W/daemon.log" >&2; exit 1; }
-NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
-
-[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
-	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
-[ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+source "$(dirname "$0")/daemonlib.sh"
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >conf	# learning: t-daemon-learn.sh
 
 DPID=
