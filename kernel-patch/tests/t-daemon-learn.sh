@@ -13,7 +13,9 @@
 #     cold start read ahead from each bitmap.
 #   - the policy: an owner-policy program run by nobody is not learned; a
 #     --learn=every one run by nobody is, with PBITMAP_DAEMON_LEARN=every
-#     only, and stays root's; a --learn=never one never is.
+#     only, and stays root's, but only where no user can change what its
+#     path leads to (not under the world-writable /var/tmp); a
+#     --learn=never one never is.
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
 #     is written while it still runs.
 set -euo pipefail
@@ -103,8 +105,11 @@ echo "cold cc1 under pbitmapd: unstamped $mp major faults, $rp read requests; le
 [ "$md" -lt "$mp" ] || fail "the bitmap pbitmapd learned cut no major fault ($mp -> $md)"
 
 # ---- the policy ---------------------------------------------------------------
-cp "$CC1" own && cp "$CC1" every && cp "$CC1" never
-pbitmap add -q own && pbitmap add -q --learn=every every && pbitmap add -q --learn=never never ||
+# every run's files are written as root only on paths no user can change
+R=/opt/t-daemon-learn
+rm -rf "$R" && mkdir -p -m 755 "$R" && trap 'stop_daemon; rm -rf "$R"' EXIT
+cp "$CC1" own && cp "$CC1" every && cp "$CC1" never && cp "$CC1" "$R/every"
+pbitmap add -q own && pbitmap add -q --learn=every every "$R/every" && pbitmap add -q --learn=never never ||
 	fail "cannot stamp the policy copies"
 mkdir -m 1777 out
 as_nobody() { cold "${NOBODY[@]}" "./$1" -quiet -O2 x.c -o "out/$1.$2.s"; }
@@ -117,16 +122,22 @@ stop_daemon
 [ "$(runs every)" = 0 ] || fail "nobody's runs of a --learn=every program were learned under LEARN=owner"
 [ "$(runs never)" = 0 ] || fail "a --learn=never program was learned"
 start_daemon every.conf
+nobody_R() { cold "${NOBODY[@]}" "$R/every" -quiet -O2 "$W/x.c" -o "$W/out/R.$1.s"; }
+nobody_R 1
 as_nobody every 4
 settle execs 1
-w0=$(counter learn_written)
-as_nobody every 5
+w0=$(counter learn_written) p0=$(counter learn_skip_policy)
+nobody_R 2
 settle learn_written $((w0 + 1))
+as_nobody every 5
+settle learn_skip_policy $((p0 + 1))
 stop_daemon
-[ "$(runs every)" = 1 ] || fail "LEARN=every: nobody's run of a --learn=every program: $(runs every) generations"
-[ "$(stat -c %U every)" = root ] || fail "the learned --learn=every program is now $(stat -c %U every)'s"
+[ "$(runs "$R/every")" = 1 ] || fail "LEARN=every: nobody's run of a --learn=every program: $(runs "$R/every") generations"
+[ "$(stat -c %U "$R/every")" = root ] || fail "the learned --learn=every program is now $(stat -c %U "$R/every")'s"
+[ "$(runs every)" = 0 ] || fail "root wrote a --learn=every program under the world-writable /var/tmp"
 echo "policy: nobody's runs not learned into root's --learn=owner program, nor --learn=every under" \
-	"LEARN=owner; learned into --learn=every under LEARN=every (written as root); --learn=never never"
+	"LEARN=owner; learned into --learn=every under LEARN=every (written as root) on a root-only path," \
+	"not under /var/tmp; --learn=never never"
 
 # ---- the window ---------------------------------------------------------------
 printf '#include <unistd.h>\nint main(void) { sleep(4); return 0; }\n' >s.c
@@ -146,5 +157,5 @@ kill -0 "$pid" 2>/dev/null || fail "the run ended before its generation was writ
 echo "window: learned 500 ms after its exec, written after $((($(date +%s%N) - t0) / 1000000)) ms, while it still ran"
 wait "$first" "$pid"	# not a bare wait: the daemon is a child too
 stop_daemon
-pbitmap verify -q slow own every never || fail "a record does not verify"
+pbitmap verify -q slow own every never "$R/every" || fail "a record does not verify"
 echo "PASS: pbitmapd learns on $(uname -r)"

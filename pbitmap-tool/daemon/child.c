@@ -33,6 +33,7 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *n
 	char path[64], *buf = NULL, *p, *end;
 	unsigned int u[4], g[4];
 	size_t cap = 0;
+	bool overflow = false;	/* fewer groups could widen access (deny ACLs): none */
 	int found = 0;
 	FILE *fp;
 
@@ -49,11 +50,15 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *n
 			*gid = g[0];
 			found |= 2;
 		} else if (!strncmp(buf, "Groups:", 7)) {
-			for (p = buf + 7; *nr < max; p = end) {
+			for (p = buf + 7;; p = end) {
 				unsigned long v = strtoul(p, &end, 10);
 
 				if (end == p)
 					break;
+				if (*nr == max) {	/* more than the caller takes */
+					overflow = true;
+					break;
+				}
 				groups[(*nr)++] = (gid_t)v;
 			}
 			found |= 4;
@@ -61,7 +66,7 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *n
 	}
 	free(buf);
 	fclose(fp);
-	return found == 7 ? 0 : -1;
+	return found == 7 && !overflow ? 0 : -1;
 }
 
 /*
@@ -168,25 +173,32 @@ void __attribute__((noreturn)) child_report(int report_fd, const struct report *
 }
 
 /*
- * Limits, so that a crafted record or plan costs bounded work; none of
- * the daemon's descriptors (a filesystem's root is a way out of a
- * chroot); signals as for any process (the parent blocks them).
+ * Limits, so that a crafted record or plan costs bounded work; no
+ * descriptor but standard input, output and error and @keep (none of the
+ * daemon's: a filesystem's root or a learner's is a way out of a chroot,
+ * and a BPF map or another event's file is nothing a child needs); signals
+ * as for any process (the parent blocks them).
  */
-void child_limits(void)
+void child_limits(const int *keep, size_t nr_keep)
 {
 	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
+	unsigned int from = 3;
 	sigset_t none;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	for (size_t i = 0; i < pbd.nr_fs; i++)
-		close(pbd.fs[i].fd);
-	for (size_t i = 0; i < sizeof(pbd.own_fds) / sizeof(pbd.own_fds[0]); i++)
-		if (pbd.own_fds[i] >= 0)
-			close(pbd.own_fds[i]);
-	if (pbd.kernel_fd >= 0)
-		close(pbd.kernel_fd);
-	learn_close_fds();
+	for (;;) {	/* close [from, next kept) */
+		unsigned int next = ~0u;
+
+		for (size_t i = 0; i < nr_keep; i++)
+			if (keep[i] >= (int)from && (unsigned int)keep[i] < next)
+				next = (unsigned int)keep[i];
+		if (next > from && close_range(from, next - 1, 0))
+			_exit(1);	/* a descriptor that stays open: better none of the work */
+		if (next == ~0u)
+			break;
+		from = next + 1;
+	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	alarm(CHILD_SECONDS);
 	setrlimit(RLIMIT_CPU, &cpu);
@@ -263,10 +275,11 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	struct pb_record rec = { 0 };
 	static struct task t;
 	bool script = false;
+	int keep[] = { exe_fd, pidfd, report_fd };
 	struct stat st;
 	int ret;
 
-	child_limits();
+	child_limits(keep, 3);
 	if (!r.p.budget) {	/* memory.high reached: nothing at all */
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
@@ -319,10 +332,11 @@ void data_child(int fd, pid_t pid, int report_fd)
 {
 	struct report r = { .data = true, .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid) } };
 	char self[64], name[PATH_MAX];
+	int keep[] = { fd, report_fd };
 	ssize_t n;
 	int rfd;
 
-	child_limits();
+	child_limits(keep, 2);
 	if (!r.p.budget) {
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;

@@ -61,10 +61,12 @@ struct task_struct {
 	int pid;
 	int tgid;
 	struct mm_struct *mm;
+	__u64 start_boottime;
 } __attribute__((preserve_access_index));
 
 struct linux_binprm {
 	struct file *file;
+	unsigned int secureexec:1;
 } __attribute__((preserve_access_index));
 
 #define PAGE_SHIFT	12
@@ -79,9 +81,12 @@ struct {
 	__type(value, struct pbd_learn_who);
 } learnable SEC(".maps");
 
-/* tgid -> the end of its window (bpf_ktime_get_ns()) */
+/*
+ * tgid -> the end of its window (bpf_ktime_get_ns()).  LRU: an entry whose
+ * exit went unseen (its event lost) makes room in time.
+ */
 struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 256);
 	__type(key, __u32);
 	__type(value, __u64);
@@ -139,8 +144,13 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 	inode_key(bprm->file->f_inode, &key.dev, &key.ino);
 	who = bpf_map_lookup_elem(&learnable, &key);
 	cfg = bpf_map_lookup_elem(&config, &zero);
-	/* a learner exec'ing another program is that program's learner, or none */
-	if (!who || !cfg || (!who->anyone && who->owner != (__u32)ids)) {
+	/*
+	 * A learner exec'ing another program is that program's learner, or
+	 * none.  A secure exec (set-id, file capabilities) is never learned,
+	 * as the kernel series never learns one.
+	 */
+	if (!who || !cfg || (!who->anyone && who->owner != (__u32)ids) ||
+	    BPF_CORE_READ_BITFIELD(bprm, secureexec)) {
 		bpf_map_delete_elem(&learners, &tgid);
 		return 0;
 	}
@@ -154,6 +164,7 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 	e.gid = (__u32)(ids >> 32);
 	e.dev = key.dev;
 	e.ino = key.ino;
+	e.start = p->start_boottime;
 	emit(&e);
 	return 0;
 }

@@ -42,6 +42,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 #include <time.h>
@@ -65,10 +66,21 @@ __asm__(".pushsection .rodata\n"
 extern const char pbd_learn_obj[], pbd_learn_obj_end[];
 
 #define MAX_LEARNERS	64	/* runs followed at once */
+#define MAX_PER_USER	8	/* of which one user's */
 #define MAX_FILES	64	/* files of one run */
 #define MAX_GROUPS	64	/* a learner with more groups is not followed */
 #define MAX_PROGRAMS	1024	/* programs whose last learning run is remembered */
+#define MAX_WRITERS	2	/* learning runs being written at once */
 #define PAGE_SIZE_LEARN	4096	/* the unit of the BPF side's page indices */
+/*
+ * Memory: a file's pages are kept in chunks of PB_CHUNK_PAGES (520 bytes
+ * each); at most FILE_CHUNKS per file (4 GiB of it: insertion stays cheap)
+ * and ALL_CHUNKS in all (8 MiB).  Events past either are dropped.
+ */
+#define FILE_CHUNKS	256
+#define ALL_CHUNKS	16384
+/* Events handled per turn of the event loop: a flood starves nothing else. */
+#define EVENTS_PER_TURN	4096
 
 struct learn_file {
 	dev_t dev;
@@ -79,6 +91,8 @@ struct learn_file {
 
 struct learner {
 	pid_t tgid;		/* 0: a free slot */
+	int pidfd;		/* that process, whatever its PID is reused for */
+	bool own_root;		/* in the daemon's root and mount namespace */
 	dev_t exe_dev;		/* the program */
 	ino_t exe_ino;
 	uid_t uid;
@@ -96,10 +110,11 @@ static struct {
 	struct bpf_object *obj;
 	struct ring_buffer *rb;
 	int learnable_fd, learners_fd, stats_fd;
-	int fds[64];		/* the descriptors libbpf opened: no child keeps them */
-	size_t nr_fds;
 	struct learner l[MAX_LEARNERS];
 	size_t nr_learners;
+	size_t chunks;		/* of all learners' page sets */
+	unsigned int events;	/* handled this turn */
+	pid_t writers[MAX_WRITERS];
 	/* each program's last learning run: one run per interval */
 	struct { dev_t dev; ino_t ino; uint64_t when_ms; } last[MAX_PROGRAMS];
 	unsigned int last_next;
@@ -142,12 +157,15 @@ static void learner_free(struct learner *l)
 	bpf_map_delete_elem(L.learners_fd, &key);
 	for (size_t i = 0; i < l->nr_files; i++) {
 		free(l->files[i].path);
+		L.chunks -= l->files[i].pages.nr;
 		pb_pageset_free(&l->files[i].pages);
 	}
 	if (l->root >= 0)
 		close(l->root);
+	if (l->pidfd >= 0)
+		close(l->pidfd);
 	memset(l, 0, sizeof(*l));
-	l->root = -1;
+	l->root = l->pidfd = -1;
 	L.nr_learners--;
 }
 
@@ -204,15 +222,88 @@ static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
 	}
 	free(line);
 	fclose(fp);
+	/* still that process: its PID not reused while its maps were read */
+	if (name && syscall(SYS_pidfd_send_signal, l->pidfd, 0, NULL, 0)) {
+		free(name);
+		name = NULL;
+	}
 	return name;
+}
+
+/* The start time of @pid, as /proc/PID/stat gives it (clock ticks since boot). */
+static bool start_ticks(pid_t pid, unsigned long long *ticks)
+{
+	char path[64], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');	/* the name may hold anything but this, last */
+	return p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
+			   "%*d %*d %*d %*d %llu", ticks) == 1;
+}
+
+/* Is @pid's root the daemon's, in the daemon's mount namespace? */
+static bool own_root(pid_t pid)
+{
+	char path[64];
+	struct stat a, b, c, d;
+
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
+	if (stat(path, &a) || stat("/", &b))
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
+	if (stat(path, &c) || stat("/proc/self/ns/mnt", &d))
+		return false;
+	return a.st_dev == b.st_dev && a.st_ino == b.st_ino && c.st_ino == d.st_ino;
+}
+
+/*
+ * Take the learner's root, credentials and a pidfd: /proc reads, checked
+ * to be of the process that exec'd (its start time, its user, then the
+ * pidfd alive after them), not of another that got its PID since.
+ */
+static bool take_learner(struct learner *l, const struct pbd_learn_event *e)
+{
+	unsigned long long ticks, want = e->start / (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+	char path[64];
+	ssize_t n;
+
+	l->pidfd = (int)syscall(SYS_pidfd_open, l->tgid, 0);
+	if (l->pidfd < 0 || !start_ticks(l->tgid, &ticks) || ticks != want)
+		return false;
+	snprintf(path, sizeof(path), "/proc/%d/root", (int)l->tgid);
+	l->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	n = readlink(path, l->root_path, sizeof(l->root_path) - 1);
+	if (l->root < 0 || n <= 0 ||
+	    task_creds(l->tgid, &l->uid, &l->gid, l->groups, MAX_GROUPS, &l->nr_groups) ||
+	    l->uid != e->uid || l->gid != e->gid)
+		return false;
+	l->root_path[n] = '\0';
+	l->own_root = own_root(l->tgid);
+	return syscall(SYS_pidfd_send_signal, l->pidfd, 0, NULL, 0) == 0;
+}
+
+static unsigned int learners_of(uid_t uid)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < MAX_LEARNERS; i++)
+		n += L.l[i].tgid && L.l[i].uid == uid;
+	return n;
 }
 
 static void on_exec(const struct pbd_learn_event *e)
 {
 	struct learner *l = learner_find((pid_t)e->tgid);
-	char path[64];
-	ssize_t n;
-
 	uint64_t *last = last_run(user_dev(e->dev), (ino_t)e->ino);
 	__u32 key = e->tgid;
 
@@ -224,28 +315,24 @@ static void on_exec(const struct pbd_learn_event *e)
 		return;
 	}
 	l = learner_find(0);
-	if (!l) {
+	if (!l || learners_of(e->uid) >= MAX_PER_USER) {
 		bpf_map_delete_elem(L.learners_fd, &key);
 		pbd.n.learn_lost++;
 		return;
 	}
-	note_run(user_dev(e->dev), (ino_t)e->ino);
 	l->tgid = (pid_t)e->tgid;
 	l->exe_dev = user_dev(e->dev);
 	l->exe_ino = (ino_t)e->ino;
-	l->root = -1;
-	L.nr_learners++;
-	pbd.n.learners++;
+	l->root = l->pidfd = -1;
 	l->until_ms = now_ms() + pbd.cfg.learn_window_ms;
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)l->tgid);
-	l->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	n = readlink(path, l->root_path, sizeof(l->root_path) - 1);
-	if (l->root < 0 || n <= 0 || task_creds(l->tgid, &l->uid, &l->gid, l->groups, MAX_GROUPS, &l->nr_groups)) {
+	L.nr_learners++;
+	if (!take_learner(l, e)) {
 		pbd.n.learn_lost++;	/* gone already */
 		learner_free(l);
 		return;
 	}
-	l->root_path[n] = '\0';
+	note_run(l->exe_dev, l->exe_ino);
+	pbd.n.learners++;
 }
 
 static void on_fault(const struct pbd_learn_event *e)
@@ -253,6 +340,7 @@ static void on_fault(const struct pbd_learn_event *e)
 	struct learner *l = learner_find((pid_t)e->tgid);
 	dev_t dev = user_dev(e->dev);
 	struct learn_file *f = NULL;
+	size_t nr;
 
 	if (!l)
 		return;
@@ -270,8 +358,12 @@ static void on_fault(const struct pbd_learn_event *e)
 		if (!f->path)
 			pbd.n.learn_lost++;
 	}
-	if (f->path && pb_pageset_add(&f->pages, e->index))
+	if (!f->path)
+		return;
+	nr = f->pages.nr;
+	if (nr >= FILE_CHUNKS || L.chunks >= ALL_CHUNKS || pb_pageset_add(&f->pages, e->index))
 		pbd.n.learn_lost++;
+	L.chunks += f->pages.nr - nr;
 }
 
 static int on_event(void *ctx, void *data, size_t size)
@@ -292,81 +384,94 @@ static int on_event(void *ctx, void *data, size_t size)
 		if (l)
 			learn_finish(l);
 	}
-	return 0;
+	return ++L.events >= EVENTS_PER_TURN ? -1 : 0;	/* -1: the rest next turn */
 }
 
 /* ---- the writer, in a child ---------------------------------------------- */
 
 /*
- * Who may write @f's generation: 1 the learner (it owns the file), 2 root
- * (every run may be learned), 0 nobody (the record's policy, the daemon's
- * setting, a set-id or capable file learned only from its owner).  Looks
- * only (a probe); the write opens the file again.
+ * Root writes only where no user can change what a name leads to: every
+ * directory on @path (in the daemon's own root) root's, a real directory,
+ * writable by root alone.
  */
-static int writer_of(const struct learner *l, const struct learn_file *lf, struct stat *st)
+static bool root_path_safe(const char *path)
 {
-	struct pb_file f;
-	uint32_t flags;
-	time_t updated;
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
 
-	if (pb_path_lstat(lf->path, st) || !S_ISREG(st->st_mode) ||
-	    st->st_ino != lf->ino || st->st_dev != lf->dev) {
-		pbd.n.learn_skip_changed++;
-		return 0;
+	if (snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir) || dir[0] != '/')
+		return false;
+	while ((slash = strrchr(dir, '/'))) {
+		slash[slash == dir] = '\0';	/* "/usr/lib/x" -> "/usr/lib", "/x" -> "/" */
+		if (lstat(dir, &st) || !S_ISDIR(st.st_mode) || st.st_uid || (st.st_mode & 022))
+			return false;
+		if (slash == dir)
+			return true;
 	}
-	if (pb_open(&f, lf->path, PB_OPEN_PROBE))
-		return 0;
-	if (!f.has_record) {
-		pb_close(&f);
-		return 0;	/* not stamped: most libraries */
-	}
-	flags = le32toh(pb_hdr(&f.rec)->flags);
-	updated = (time_t)le64toh(pb_hdr(&f.rec)->last_update);
-	pb_close(&f);
-	if (updated && time(NULL) - updated < (time_t)pbd.cfg.learn_interval_s) {
-		pbd.n.learn_skip_recent++;
-		return 0;
-	}
-	if (flags & PBITMAP_F_NO_LEARN)
-		goto refused;
-	if (st->st_uid == l->uid)
-		return 1;
-	if ((flags & PBITMAP_F_LEARN_EVERY) && pbd.cfg.learn == PBD_LEARN_EVERY &&
-	    !(st->st_mode & (S_ISUID | S_ISGID)) &&
-	    getxattr(lf->path, "security.capability", NULL, 0) < 0)
-		return 2;
-refused:
-	pbd.n.learn_skip_policy++;
-	return 0;
+	return false;
 }
 
 /*
- * The program itself, rewritten by its generation, has a new inode: the
- * BPF side is told to follow that one (@r), else every other run of it
- * would go unlearned.
+ * Whether the opened, locked file @f is @lf and its record admits this
+ * run's generation, written by @as_root or by the learner: the decision
+ * made on the file the write goes to, not on a name looked at before.
  */
-static void write_one(const struct learner *l, const struct learn_file *lf, struct report *r)
+static bool admits(const struct learner *l, const struct learn_file *lf, struct pb_file *f,
+		   bool as_root)
+{
+	uint32_t flags;
+	time_t updated;
+
+	if (f->st.st_ino != lf->ino || f->st.st_dev != lf->dev || !f->has_record) {
+		pbd.n.learn_skip_changed++;
+		return false;
+	}
+	flags = le32toh(pb_hdr(&f->rec)->flags);
+	updated = (time_t)le64toh(pb_hdr(&f->rec)->last_update);
+	if (updated && time(NULL) - updated < (time_t)pbd.cfg.learn_interval_s) {
+		pbd.n.learn_skip_recent++;
+		return false;
+	}
+	if (!(flags & PBITMAP_F_NO_LEARN) &&
+	    (as_root ? f->st.st_uid == 0 && l->uid != 0 && (flags & PBITMAP_F_LEARN_EVERY) &&
+		       pbd.cfg.learn == PBD_LEARN_EVERY &&
+		       !(f->st.st_mode & (S_ISUID | S_ISGID)) &&
+		       fgetxattr(f->fd, "security.capability", NULL, 0) < 0 && errno == ENODATA
+		     : f->st.st_uid == l->uid))
+		return true;
+	pbd.n.learn_skip_policy++;
+	return false;
+}
+
+/*
+ * Write @lf's generation, if the file admits it.  The program itself,
+ * rewritten, has a new inode: the BPF side is told to follow that one
+ * (@r), else every other run of it would go unlearned.
+ */
+static void write_one(const struct learner *l, const struct learn_file *lf, bool as_root,
+		      struct report *r)
 {
 	uint64_t marked = 0;
 	struct pb_file f;
-	uint32_t flags;
 
 	if (pb_open(&f, lf->path, PB_OPEN_WRITE)) {
 		pbd.n.learn_skip_failed++;	/* said why: busy, locked, read-only ... */
 		return;
 	}
-	if (f.st.st_ino != lf->ino || f.st.st_dev != lf->dev || !f.has_record) {
-		pbd.n.learn_skip_changed++;
-	} else if (pb_learn_generation(&f, &lf->pages, PAGE_SIZE_LEARN, &marked)) {
+	if (!admits(l, lf, &f, as_root)) {
+		pb_close(&f);
+		return;
+	}
+	if (pb_learn_generation(&f, &lf->pages, PAGE_SIZE_LEARN, &marked)) {
 		pbd.n.learn_skip_failed++;
 	} else {
 		pbd.n.learn_written++;
 		pbd.n.learn_pages += marked;
-		flags = le32toh(pb_hdr(&f.rec)->flags);
-		if (lf->dev == l->exe_dev && lf->ino == l->exe_ino &&
-		    !pb_path_lstat(lf->path, &r->exe)) {
+		if (lf->dev == l->exe_dev && lf->ino == l->exe_ino) {
 			r->relearn = true;
-			r->rec_flags = flags;
+			r->rec_flags = le32toh(pb_hdr(&f.rec)->flags);
+			r->exe = f.st;	/* the new version's (pb_commit) */
 		}
 		if (pb_verbose)
 			pb_note(lf->path, "learned: generation %" PRIu64 ", %" PRIu64 " of %"
@@ -377,35 +482,71 @@ static void write_one(const struct learner *l, const struct learn_file *lf, stru
 }
 
 /*
- * Write @l's generations: in its root, confined to the local filesystems,
- * first root's writes (files every run may learn), then, as the learner,
- * its own files'.  Reports the learning counters.
+ * Write @l's generations, in its root, confined to the local filesystems:
+ * first, as root, the root-owned files that every run may learn (only for
+ * a learner in the daemon's own root and namespace, on paths no user can
+ * change); then, as the learner, its own files.  Names are only looked at
+ * (lstat) before the open that decides (admits()).
  */
 static void __attribute__((noreturn)) learn_child(struct learner *l, int report_fd)
 {
 	struct report r = { .learn = true };
-	int who[MAX_FILES] = { 0 };
+	int keep[] = { l->root, report_fd };
+	bool done[MAX_FILES] = { false };
 	struct stat st;
 
-	child_limits();
+	child_limits(keep, 2);
 	setenv("PBITMAP_LOCK_TIMEOUT", "0", 1);	/* never wait on a lock */
 	memset(&pbd.n, 0, sizeof(pbd.n));
 	if (fchdir(l->root) || chroot(".") || chdir("/"))
 		_exit(1);
+	close(l->root);
 	pb_confine_local(pbd.local, pbd.nr_local);
-	for (size_t i = 0; i < l->nr_files; i++)
-		if (l->files[i].path && pb_pageset_count(&l->files[i].pages))
-			who[i] = writer_of(l, &l->files[i], &st);
-	for (size_t i = 0; i < l->nr_files; i++)
-		if (who[i] == 2)
-			write_one(l, &l->files[i], &r);
+	for (size_t i = 0; i < l->nr_files; i++) {
+		struct learn_file *lf = &l->files[i];
+
+		done[i] = !lf->path || !pb_pageset_count(&lf->pages);
+		if (done[i] || !l->own_root || pbd.cfg.learn != PBD_LEARN_EVERY || l->uid == 0 ||
+		    pb_path_lstat(lf->path, &st) || st.st_uid != 0 || !root_path_safe(lf->path))
+			continue;
+		write_one(l, lf, true, &r);
+		done[i] = true;
+	}
 	if (drop_privileges(l->uid, l->gid, l->groups, l->nr_groups))
 		_exit(1);
-	for (size_t i = 0; i < l->nr_files; i++)
-		if (who[i] == 1)
-			write_one(l, &l->files[i], &r);
+	for (size_t i = 0; i < l->nr_files; i++) {
+		if (done[i])
+			continue;
+		/* not its own: not opened at all (the open decides for its own) */
+		if (pb_path_lstat(l->files[i].path, &st)) {
+			pbd.n.learn_skip_changed++;
+			continue;
+		}
+		if (st.st_uid != l->uid) {
+			pbd.n.learn_skip_policy++;
+			continue;
+		}
+		write_one(l, &l->files[i], false, &r);
+	}
 	r.n = pbd.n;
 	child_report(report_fd, &r);
+}
+
+static unsigned int writers_running(void)
+{
+	unsigned int n = 0;
+
+	for (size_t i = 0; i < MAX_WRITERS; i++)
+		n += L.writers[i] != 0;
+	return n;
+}
+
+/* A child has been reaped (main.c): if it was a writer, its slot is free. */
+void learn_reaped(pid_t pid)
+{
+	for (size_t i = 0; i < MAX_WRITERS; i++)
+		if (L.writers[i] == pid)
+			L.writers[i] = 0;
 }
 
 static void learn_finish(struct learner *l)
@@ -415,52 +556,53 @@ static void learn_finish(struct learner *l)
 
 	for (size_t i = 0; i < l->nr_files; i++)
 		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);
-	/* a child per run, and never more than the daemon can watch over */
-	if (any && pbd.children >= MAX_CHILDREN) {
+	/* a few writers at once: no user fills the daemon's children */
+	if (any && writers_running() >= MAX_WRITERS) {
 		pbd.n.learn_lost++;
 	} else if (any) {
 		child = fork();
 		if (child == 0)
 			learn_child(l, L.report_fd);
-		if (child > 0)
+		if (child > 0) {
 			kid_started(child);
-		else
+			for (size_t i = 0; i < MAX_WRITERS; i++)
+				if (!L.writers[i]) {
+					L.writers[i] = child;
+					break;
+				}
+		} else {
 			pbd.n.learn_skip_failed++;
+		}
 	}
 	learner_free(l);
 }
 
 /* ---- what the event loop calls ------------------------------------------- */
 
-/* Descriptors now open, as a bitmap of the first 1024 numbers. */
-static void open_fds(unsigned char *set)
-{
-	for (int fd = 0; fd < 1024; fd++)
-		if (fcntl(fd, F_GETFD) >= 0)
-			set[fd / 8] |= (unsigned char)(1u << (fd % 8));
-}
-
 int learn_start(int report_fd)
 {
-	unsigned char before[128] = { 0 }, after[128] = { 0 };
 	struct pbd_learn_config cfg = { .window_ns = pbd.cfg.learn_window_ms * 1000000 };
+	struct bpf_link *links[8] = { NULL };
 	struct bpf_program *prog;
+	size_t nr_links = 0;
 	__u32 zero = 0;
 	int err;
 
 	L.report_fd = report_fd;
 	for (size_t i = 0; i < MAX_LEARNERS; i++)
-		L.l[i].root = -1;
+		L.l[i].root = L.l[i].pidfd = -1;
 	libbpf_set_print(quiet_libbpf);
-	open_fds(before);
 	L.obj = bpf_object__open_mem(pbd_learn_obj, (size_t)(pbd_learn_obj_end - pbd_learn_obj),
 				     NULL);
 	err = L.obj ? bpf_object__load(L.obj) : -errno;
-	bpf_object__for_each_program(prog, L.obj) {
-		if (err)
-			break;
-		if (!bpf_program__attach(prog))
-			err = -errno;
+	if (!err) {
+		bpf_object__for_each_program(prog, L.obj) {
+			if (nr_links == sizeof(links) / sizeof(links[0]) ||
+			    !(links[nr_links++] = bpf_program__attach(prog))) {
+				err = -errno;
+				break;
+			}
+		}
 	}
 	if (!err) {
 		L.learnable_fd = bpf_object__find_map_fd_by_name(L.obj, "learnable");
@@ -472,11 +614,14 @@ int learn_start(int report_fd)
 						 &zero, &cfg, BPF_ANY))
 			err = -errno;
 	}
-	open_fds(after);
-	for (int fd = 0; fd < 1024 && L.nr_fds < sizeof(L.fds) / sizeof(L.fds[0]); fd++)
-		if ((after[fd / 8] & ~before[fd / 8]) & (1u << (fd % 8)))
-			L.fds[L.nr_fds++] = fd;
 	if (err) {
+		for (size_t i = 0; i < nr_links; i++)
+			bpf_link__destroy(links[i]);	/* NULL: nothing */
+		ring_buffer__free(L.rb);
+		bpf_object__close(L.obj);
+		L.rb = NULL;
+		L.obj = NULL;
+		L.learnable_fd = L.learners_fd = L.stats_fd = -1;
 		pb_error(NULL, "learning is off: its BPF programs did not load (%s); "
 			 "pbitmapd needs a kernel with BTF (6.12 or later)", strerror(-err));
 		return PB_FAIL;
@@ -484,14 +629,9 @@ int learn_start(int report_fd)
 	return ring_buffer__epoll_fd(L.rb);
 }
 
-void learn_close_fds(void)
-{
-	for (size_t i = 0; i < L.nr_fds; i++)
-		close(L.fds[i]);
-}
-
 void learn_events(void)
 {
+	L.events = 0;
 	if (L.rb)
 		ring_buffer__consume(L.rb);
 }

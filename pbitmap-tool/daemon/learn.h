@@ -22,6 +22,7 @@ struct pbd_learn_event {
 	__u64 dev;		/* the kernel's dev_t: major << 20 | minor */
 	__u64 ino;
 	__u64 index;		/* FAULT: the page's index in the file */
+	__u64 start;		/* EXEC: the process's start (start_boottime, ns) */
 };
 
 /* The programs whose runs may be learned (learnable map). */

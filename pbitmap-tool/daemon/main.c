@@ -403,6 +403,7 @@ static bool reap(int report_fd)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		kid_ended(pid);
+		learn_reaped(pid);
 		if (WIFSIGNALED(status))	/* its alarm, CPU limit, or kill_overstayed() */
 			pbd.n.skip_failed++;
 	}

@@ -107,7 +107,7 @@ uint64_t exec_budget(pid_t pid);
 int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr);
 int task_path(pid_t pid, int fd, char *out, size_t size);
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr);
-void child_limits(void);
+void child_limits(const int *keep, size_t nr_keep);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
@@ -122,6 +122,6 @@ void learn_events(void);		/* read what the BPF side reported */
 void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
-void learn_close_fds(void);		/* in a child: none of the BPF descriptors */
+void learn_reaped(pid_t pid);		/* main.c reaped a child */
 
 #endif
