@@ -43,13 +43,16 @@ measure() { for i in 1 2 3; do for c in plain "$1"; do
   cold python3 "$c" "${W1[@]}"; cold gdb "$c" "${W2[@]}"; cold cc1 "$c" "${W3[@]}"; done; done; }
 
 stamp $ALL
+read -r _ _ _ _ w0 _ < /sys/block/vda/stat
 # (A) the daemon learns: a first run of each tells it the programs' policy,
 # then 3 cold runs each, interleaved
 dstart learn.conf
 for i in 0 1 2 3; do
   for w in 1 2 3; do drop; eval "\"\${W$w[@]}\"" >/dev/null 2>&1; sleep 1; done
 done
-sleep 2
+while [ "$(awk '$1 == "pending" { print $2 }' st)" != 0 ]; do sleep 1; done	# the writers
+read -r _ _ _ _ w1 _ < /sys/block/vda/stat
+echo "write requests while learning: $((w1 - w0))"
 grep -E "^(learners|learn_written|learn_pages|learn_skip|learn_lost|learn_events)" st
 dstop
 echo "pages daemon-learned: python3 $(pages "$py") gdb $(pages "$gdb") cc1 $(pages "$cc1")"
@@ -60,6 +63,8 @@ stamp $ALL
 pbitmap record -- "${W1[@]}" >/dev/null 2>&1
 pbitmap record -- "${W2[@]}" >/dev/null 2>&1
 pbitmap record -- "${W3[@]}" >/dev/null 2>&1
+read -r _ _ _ _ w2 _ < /sys/block/vda/stat
+echo "write requests while stamping afresh and recording: $((w2 - w1))"
 echo "pages record-learned: python3 $(pages "$py") gdb $(pages "$gdb") cc1 $(pages "$cc1")"
 measure record
 echo "kernel $(uname -r)"

@@ -179,9 +179,9 @@ void __attribute__((noreturn)) child_report(int report_fd, const struct report *
  * and a BPF map or another event's file is nothing a child needs); signals
  * as for any process (the parent blocks them).
  */
-void child_limits(const int *keep, size_t nr_keep)
+void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu_s)
 {
-	struct rlimit cpu = { CHILD_CPU, CHILD_CPU };
+	struct rlimit cpu = { cpu_s, cpu_s };
 	unsigned int from = 3;
 	sigset_t none;
 
@@ -200,7 +200,7 @@ void child_limits(const int *keep, size_t nr_keep)
 		from = next + 1;
 	}
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
-	alarm(CHILD_SECONDS);
+	alarm(seconds);
 	setrlimit(RLIMIT_CPU, &cpu);
 #if !defined(__SANITIZE_ADDRESS__)
 	{	/* a crafted ELF file must not make libelf take gigabytes */
@@ -279,7 +279,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	struct stat st;
 	int ret;
 
-	child_limits(keep, 3);
+	child_limits(keep, 3, CHILD_SECONDS, CHILD_CPU);
 	if (!r.p.budget) {	/* memory.high reached: nothing at all */
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
@@ -336,7 +336,7 @@ void data_child(int fd, pid_t pid, int report_fd)
 	ssize_t n;
 	int rfd;
 
-	child_limits(keep, 2);
+	child_limits(keep, 2, CHILD_SECONDS, CHILD_CPU);
 	if (!r.p.budget) {
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;

@@ -454,7 +454,15 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 {
 	uint64_t marked = 0;
 	struct pb_file f;
+	bool stamped;
 
+	/* most libraries carry no bitmap: a look first, no lock, no policy checks */
+	if (pb_open(&f, lf->path, PB_OPEN_PROBE))
+		return;
+	stamped = f.has_record;
+	pb_close(&f);
+	if (!stamped)
+		return;
 	if (pb_open(&f, lf->path, PB_OPEN_WRITE)) {
 		pbd.n.learn_skip_failed++;	/* said why: busy, locked, read-only ... */
 		return;
@@ -495,7 +503,7 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 	bool done[MAX_FILES] = { false };
 	struct stat st;
 
-	child_limits(keep, 2);
+	child_limits(keep, 2, WRITER_SECONDS, WRITER_CPU);
 	setenv("PBITMAP_LOCK_TIMEOUT", "0", 1);	/* never wait on a lock */
 	memset(&pbd.n, 0, sizeof(pbd.n));
 	if (fchdir(l->root) || chroot(".") || chdir("/"))
@@ -541,12 +549,19 @@ static unsigned int writers_running(void)
 	return n;
 }
 
-/* A child has been reaped (main.c): if it was a writer, its slot is free. */
-void learn_reaped(pid_t pid)
+/*
+ * A child has been reaped (main.c): if it was a writer, its slot is free,
+ * and if its limits killed it, what it had not written is counted.
+ */
+bool learn_reaped(pid_t pid, bool killed)
 {
 	for (size_t i = 0; i < MAX_WRITERS; i++)
-		if (L.writers[i] == pid)
+		if (L.writers[i] == pid) {
 			L.writers[i] = 0;
+			pbd.n.learn_skip_failed += killed;
+			return true;
+		}
+	return false;
 }
 
 static void learn_finish(struct learner *l)
@@ -564,7 +579,7 @@ static void learn_finish(struct learner *l)
 		if (child == 0)
 			learn_child(l, L.report_fd);
 		if (child > 0) {
-			kid_started(child);
+			kid_started(child, WRITER_SECONDS);
 			for (size_t i = 0; i < MAX_WRITERS; i++)
 				if (!L.writers[i]) {
 					L.writers[i] = child;

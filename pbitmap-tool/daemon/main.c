@@ -93,13 +93,13 @@ void pb_print_verb_help(const char *name)
 
 /* ---- the parent ---------------------------------------------------------- */
 
-void kid_started(pid_t pid)
+void kid_started(pid_t pid, unsigned int seconds)
 {
 	pbd.children++;
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
 		if (!pbd.kids[i].pid) {
 			pbd.kids[i].pid = pid;
-			pbd.kids[i].start_ms = now_ms();
+			pbd.kids[i].deadline_ms = now_ms() + (seconds + 2) * 1000;
 			return;
 		}
 }
@@ -125,7 +125,7 @@ static void kill_overstayed(void)
 	uint64_t now = now_ms();
 
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid && now - pbd.kids[i].start_ms > (CHILD_SECONDS + 2) * 1000)
+		if (pbd.kids[i].pid && now > pbd.kids[i].deadline_ms)
 			kill(pbd.kids[i].pid, SIGKILL);
 }
 
@@ -219,7 +219,7 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 		if (child == 0)
 			exec_child(m->fd, m->pid, pidfd, report_fd);
 		if (child > 0)
-			kid_started(child);
+			kid_started(child, CHILD_SECONDS);
 		else
 			pbd.n.skip_failed++;
 	}
@@ -272,7 +272,7 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 		if (child == 0)
 			data_child(fd, m->pid, report_fd);
 		if (child > 0)
-			kid_started(child);
+			kid_started(child, CHILD_SECONDS);
 		else
 			pbd.n.skip_failed++;
 	}
@@ -403,8 +403,8 @@ static bool reap(int report_fd)
 
 	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
 		kid_ended(pid);
-		learn_reaped(pid);
-		if (WIFSIGNALED(status))	/* its alarm, CPU limit, or kill_overstayed() */
+		/* killed: its alarm, CPU limit, or kill_overstayed() */
+		if (!learn_reaped(pid, WIFSIGNALED(status)) && WIFSIGNALED(status))
 			pbd.n.skip_failed++;
 	}
 	while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {

@@ -30,6 +30,13 @@ struct fanotify_event_info_pidfd {
 #define MAX_LOCAL_FS	256
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same */
+/*
+ * A learning run's writer: each ELF file is rewritten whole and synced
+ * (the tool's publish order), tens of MiB for a program's libraries; on a
+ * slow disk that takes more than an exec's bounds.
+ */
+#define WRITER_SECONDS	120
+#define WRITER_CPU	20
 #define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
 #define MAX_CHILDREN	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
 
@@ -80,7 +87,7 @@ struct pbd_state {
 	struct counters n;
 	unsigned int children;
 	/* each child and when it started: one that overstays is killed */
-	struct { pid_t pid; uint64_t start_ms; } kids[MAX_CHILDREN];
+	struct { pid_t pid; uint64_t deadline_ms; } kids[MAX_CHILDREN];
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
@@ -107,14 +114,14 @@ uint64_t exec_budget(pid_t pid);
 int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr);
 int task_path(pid_t pid, int fd, char *out, size_t size);
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr);
-void child_limits(const int *keep, size_t nr_keep);
+void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int report_fd);
 
 /* main.c */
-void kid_started(pid_t pid);
+void kid_started(pid_t pid, unsigned int seconds);	/* killed past seconds + 2 */
 
 /* learn.c: learning on a stock kernel */
 int learn_start(int report_fd);		/* the descriptor to poll, or PB_FAIL */
@@ -122,6 +129,6 @@ void learn_events(void);		/* read what the BPF side reported */
 void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
-void learn_reaped(pid_t pid);		/* main.c reaped a child */
+bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
 
 #endif
