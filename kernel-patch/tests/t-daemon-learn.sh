@@ -18,6 +18,9 @@
 #     --learn=never one never is.
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
 #     is written while it still runs.
+#   - kill -9 of the daemon while its writer rewrites cc1: the writer dies
+#     with it, cc1 and libgmp verify (the old generation or the new), no
+#     copy is left beside them, cc1 runs as before.
 set -euo pipefail
 W=/var/tmp/t-daemon-learn
 source "$(dirname "$0")/daemonlib.sh"
@@ -158,4 +161,29 @@ echo "window: learned 500 ms after its exec, written after $((($(date +%s%N) - t
 wait "$first" "$pid"	# not a bare wait: the daemon is a child too
 stop_daemon
 pbitmap verify -q slow own every never "$R/every" || fail "a record does not verify"
+
+# ---- kill -9 during a write ------------------------------------------------------
+n0=$(runs cc1)
+start_daemon owner.conf
+cold ./cc1 -quiet -O2 x.c -o k0.s		# its policy, for this daemon
+settle execs 1
+./cc1 -quiet -O2 x.c -o k1.s			# learned: its writer starts at its exit
+# the daemon's one child, once cc1 has exited and its read-ahead child ended
+writer=
+for _ in $(seq 50); do
+	read -r -a kids < <(cat /proc/"$DPID"/task/*/children 2>/dev/null; echo)
+	if [ "${#kids[@]}" = 1 ] && [ "$(counter learners)" -ge 1 ]; then writer=${kids[0]}; break; fi
+	sleep 0.1
+done
+[ -n "$writer" ] || fail "no writer started after a learned run of cc1"
+kill -9 "$DPID"
+wait "$DPID" 2>/dev/null || true
+DPID=
+sleep 1
+! kill -0 "$writer" 2>/dev/null || fail "the writer ($writer) outlived the daemon killed with -9"
+pbitmap verify -q cc1 "$GMP" || fail "kill -9 during a write: a record does not verify"
+left=$(find "$W" "$(dirname "$GMP")" -maxdepth 1 -name '*pbitmap-new*')
+[ -z "$left" ] || fail "kill -9 during a write left a copy: $left"
+./cc1 -quiet -O2 x.c -o k2.s && cmp -s k2.s 1.s || fail "cc1 does not run as before after kill -9"
+echo "kill -9: the writer died with the daemon, records verify (cc1 $n0 -> $(runs cc1) generations), no copy left"
 echo "PASS: pbitmapd learns on $(uname -r)"

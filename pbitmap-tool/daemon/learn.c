@@ -251,14 +251,17 @@ static bool start_ticks(pid_t pid, unsigned long long *ticks)
 			   "%*d %*d %*d %*d %llu", ticks) == 1;
 }
 
-/* Is @pid's root the daemon's, in the daemon's mount namespace? */
-static bool own_root(pid_t pid)
+/*
+ * Is @root (the descriptor taken of @pid's root) the daemon's root, and
+ * @pid in the daemon's mount namespace?  The descriptor is compared, not
+ * the name again: a process may chroot() between the two looks.
+ */
+static bool own_root(pid_t pid, int root)
 {
 	char path[64];
 	struct stat a, b, c, d;
 
-	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
-	if (stat(path, &a) || stat("/", &b))
+	if (fstat(root, &a) || stat("/", &b))
 		return false;
 	snprintf(path, sizeof(path), "/proc/%d/ns/mnt", (int)pid);
 	if (stat(path, &c) || stat("/proc/self/ns/mnt", &d))
@@ -288,7 +291,7 @@ static bool take_learner(struct learner *l, const struct pbd_learn_event *e)
 	    l->uid != e->uid || l->gid != e->gid)
 		return false;
 	l->root_path[n] = '\0';
-	l->own_root = own_root(l->tgid);
+	l->own_root = own_root(l->tgid, l->root);
 	return syscall(SYS_pidfd_send_signal, l->pidfd, 0, NULL, 0) == 0;
 }
 
