@@ -13,21 +13,33 @@
 
 #include "pbitmapd.h"
 
+/*
+ * The start of a small /proc or /sys file, NUL-terminated, in @buf: its
+ * length, or -1 when it cannot be read or is empty.
+ */
+ssize_t read_text(const char *path, char *buf, size_t size)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t n;
+
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, size - 1);
+	close(fd);
+	if (n <= 0)
+		return -1;
+	buf[n] = '\0';
+	return n;
+}
+
 /* "some avg10" of /proc/pressure/memory, in percent; 0 without PSI. */
 unsigned int memory_pressure(void)
 {
 	char buf[128];
 	double avg = 0;
-	int fd = open("/proc/pressure/memory", O_RDONLY | O_CLOEXEC);
-	ssize_t n;
 
-	if (fd < 0)
+	if (read_text("/proc/pressure/memory", buf, sizeof(buf)) < 0)
 		return 0;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return 0;
-	buf[n] = '\0';
 	if (sscanf(buf, "some avg10=%lf", &avg) != 1)
 		return 0;
 	return (unsigned int)avg;
@@ -37,16 +49,9 @@ unsigned int memory_pressure(void)
 static uint64_t read_u64(const char *path)
 {
 	char buf[64];
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	ssize_t n;
 
-	if (fd < 0)
+	if (read_text(path, buf, sizeof(buf)) < 0)
 		return UINT64_MAX;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return UINT64_MAX;
-	buf[n] = '\0';
 	return buf[0] >= '0' && buf[0] <= '9' ? strtoull(buf, NULL, 10) : UINT64_MAX;
 }
 

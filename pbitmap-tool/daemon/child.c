@@ -70,14 +70,27 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *n
 }
 
 /*
+ * @path (as this process names files) as a task whose root is @root names
+ * it: @path less @root, unless @root is "/"; NULL when it lies outside.
+ */
+const char *under_root(const char *root, const char *path)
+{
+	size_t len = strcmp(root, "/") ? strlen(root) : 0;
+
+	if (*path != '/' || (len && (strncmp(path, root, len) || path[len] != '/')))
+		return NULL;
+	return path + len;
+}
+
+/*
  * The exec'd file's path as the task sees it, in @out: the path of @fd
- * here, less the task's root (/proc/PID/root) when that is not "/".
+ * here, under the task's root (/proc/PID/root).
  */
 int task_path(pid_t pid, int fd, char *out, size_t size)
 {
 	char link[64], here[PATH_MAX], root[PATH_MAX];
+	const char *rel;
 	ssize_t n, r;
-	size_t len;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
 	n = readlink(link, here, sizeof(here) - 1);
@@ -86,14 +99,10 @@ int task_path(pid_t pid, int fd, char *out, size_t size)
 	if (n <= 0 || r <= 0)
 		return -1;
 	here[n] = root[r] = '\0';
-	len = (size_t)r;
-	if (!strcmp(root, "/"))
-		len = 0;
-	else if (strncmp(here, root, len) || here[len] != '/')
-		return -1;	/* exec'd through a descriptor from outside its root */
-	if (strlen(here + len) >= size)
+	rel = under_root(root, here);	/* NULL: exec'd through a descriptor from outside */
+	if (!rel || strlen(rel) >= size)
 		return -1;
-	strcpy(out, here + len);
+	strcpy(out, rel);
 	return 0;
 }
 

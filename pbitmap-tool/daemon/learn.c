@@ -197,7 +197,8 @@ static void note_run(dev_t dev, ino_t ino)
 static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
 {
 	char path[64], *line = NULL, *name = NULL;
-	size_t cap = 0, root_len = strcmp(l->root_path, "/") ? strlen(l->root_path) : 0;
+	const char *rel;
+	size_t cap = 0;
 	FILE *fp;
 
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)l->tgid);
@@ -215,10 +216,10 @@ static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
 			continue;
 		p = line + at;
 		p[strcspn(p, "\n")] = '\0';
-		if (*p != '/' || strstr(p, " (deleted)") ||
-		    (root_len && (strncmp(p, l->root_path, root_len) || p[root_len] != '/')))
+		rel = under_root(l->root_path, p);
+		if (!rel || strstr(p, " (deleted)"))
 			continue;
-		name = strdup(p + root_len);
+		name = strdup(rel);
 	}
 	free(line);
 	fclose(fp);
@@ -234,18 +235,10 @@ static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
 static bool start_ticks(pid_t pid, unsigned long long *ticks)
 {
 	char path[64], buf[1024], *p;
-	ssize_t n;
-	int fd;
 
 	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
+	if (read_text(path, buf, sizeof(buf)) < 0)
 		return false;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return false;
-	buf[n] = '\0';
 	p = strrchr(buf, ')');	/* the name may hold anything but this, last */
 	return p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d "
 			   "%*d %*d %*d %*d %llu", ticks) == 1;
@@ -673,20 +666,6 @@ bool learn_pending(void)
 	return L.nr_learners > 0;
 }
 
-/* The patched kernel learns itself when vm.pbitmap_learn is not 0. */
-static bool kernel_learns(void)
-{
-	FILE *fp = fopen("/proc/sys/vm/pbitmap_learn", "re");
-	int v = 0;
-
-	if (!fp)
-		return false;
-	if (fscanf(fp, "%d", &v) != 1)
-		v = 0;
-	fclose(fp);
-	return v != 0;
-}
-
 /*
  * A stamped program's record was read (@st, its flags): whose runs of it
  * the BPF side is to follow, if any.
@@ -696,7 +675,8 @@ void learn_allow(const struct stat *st, uint32_t flags)
 	struct pbd_learn_key key = { kernel_dev(st->st_dev), st->st_ino };
 	struct pbd_learn_who who = { .owner = st->st_uid };
 
-	if (L.learnable_fd < 0 || kernel_learns())
+	/* the patched kernel learns itself when vm.pbitmap_learn is not 0 */
+	if (L.learnable_fd < 0 || sysctl_on(pbd.kernel_learn_fd))
 		return;
 	if (pbd.cfg.learn == PBD_LEARN_NO || (flags & PBITMAP_F_NO_LEARN)) {
 		bpf_map_delete_elem(L.learnable_fd, &key);

@@ -62,7 +62,8 @@
 #include "pbitmapd.h"
 #include "cli.h"
 
-struct pbd_state pbd = { .kernel_fd = -1, .own_fds = { -1, -1, -1, -1 } };
+struct pbd_state pbd = { .kernel_fd = -1, .kernel_learn_fd = -1,
+			 .own_fds = { -1, -1, -1, -1 } };
 
 uint64_t now_ms(void)
 {
@@ -139,12 +140,12 @@ static bool seen_recently(dev_t dev, ino_t ino, time_t now)
 	return false;
 }
 
-/* The patched kernel prefetches itself when vm.pbitmap_enabled is 1. */
-static bool kernel_prefetches(void)
+/* A patched kernel's sysctl (@fd kept open, -1 on a stock kernel) not 0. */
+bool sysctl_on(int fd)
 {
 	char c;
 
-	return pbd.kernel_fd >= 0 && pread(pbd.kernel_fd, &c, 1, 0) == 1 && c != '0';
+	return fd >= 0 && pread(fd, &c, 1, 0) == 1 && c != '0';
 }
 
 /*
@@ -153,7 +154,7 @@ static bool kernel_prefetches(void)
  */
 static bool may_start(const struct stat *st, time_t now)
 {
-	if (kernel_prefetches())
+	if (sysctl_on(pbd.kernel_fd))	/* the patched kernel prefetches itself */
 		pbd.n.skip_kernel++;
 	else if (seen_recently(st->st_dev, st->st_ino, now))
 		pbd.n.skip_recent++;
@@ -523,6 +524,7 @@ static int start(void)
 	if (mlockall(MCL_CURRENT) && pb_verbose)
 		pb_note(NULL, "cannot lock its pages in memory (mlockall): %s", strerror(errno));
 	pbd.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
+	pbd.kernel_learn_fd = open("/proc/sys/vm/pbitmap_learn", O_RDONLY | O_CLOEXEC);
 	return serve(fan, fan_open);
 }
 

@@ -91,6 +91,7 @@ struct pbd_state {
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
+	int kernel_learn_fd;	/* /proc/sys/vm/pbitmap_learn, or -1 */
 	/* learning: 0 off (PBITMAP_DAEMON_LEARN=no), 1 on, 2 not available (BPF) */
 	int learning;
 	int own_fds[4];		/* the two groups, the signalfd, the reports' read end */
@@ -107,11 +108,13 @@ bool is_local(dev_t dev);
 int mark_local(int fan, int fan_open);
 
 /* budget.c */
+ssize_t read_text(const char *path, char *buf, size_t size);
 unsigned int memory_pressure(void);
 uint64_t exec_budget(pid_t pid);
 
 /* child.c */
 int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr);
+const char *under_root(const char *root, const char *path);
 int task_path(pid_t pid, int fd, char *out, size_t size);
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr);
 void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
@@ -121,7 +124,8 @@ void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int 
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int report_fd);
 
 /* main.c */
-void kid_started(pid_t pid, unsigned int seconds);	/* killed past seconds + 2 */
+void kid_started(pid_t pid, unsigned int seconds);
+bool sysctl_on(int fd);	/* killed past seconds + 2 */
 
 /* learn.c: learning on a stock kernel */
 int learn_start(int report_fd);		/* the descriptor to poll, or PB_FAIL */
