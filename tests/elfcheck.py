@@ -320,24 +320,28 @@ def dump(path):
 # struct pbitmap_plan, pbitmap_plan_file, pbitmap_plan_step (uapi/linux/pbitmap.h).
 PLAN_FMT, PLAN_FILE_FMT, PLAN_STEP_FMT = "<IIHHII12s", "<QQIIII", "<IIHH"
 PLAN_MAGIC = 0x4C504250  # "PBPL"
+PLAN_F_ORDER = 1  # an order table (nr_steps 16-bit step indices) follows the steps
 
 
 def plan(path):
     """The current slot's plan, parsed on its own: one line per step,
-    "FILE-PATH START NR" in plan order, after one line per file
-    "file INDEX PATH INO SIZE DEV GEN"."""
+    "step FILE-PATH START NR" in plan order, after one line per file
+    "file INDEX PATH INO SIZE DEV GEN"; with an order table, then one line
+    "order I J ..." (its step indices, checked to be a permutation)."""
     data = open(path, "rb").read()
     _, pb = record_of(Elf(data))
     rec = current_slot(data, pb["offset"], pb["size"])
     h = header_at(rec, 0)
     check(h["plan_size"], "no plan area")
     area = rec[len(rec) - h["plan_size"]:]
-    magic, used, nr_files, r0, nr_steps, names_size, r = struct.unpack_from(PLAN_FMT, area, 0)
+    magic, used, nr_files, flags, nr_steps, names_size, r = struct.unpack_from(PLAN_FMT, area, 0)
     check(magic == PLAN_MAGIC, "plan magic %#x" % magic)
-    check(used == 32 + 32 * nr_files + 12 * nr_steps + names_size, "plan size vs tables")
+    check(flags & ~PLAN_F_ORDER == 0, "plan flags %#x" % flags)
+    table = 2 * nr_steps if flags & PLAN_F_ORDER else 0
+    check(used == 32 + 32 * nr_files + 12 * nr_steps + table + names_size, "plan size vs tables")
     check(area[used:] == bytes(len(area) - used), "bytes past the plan not zero")
     files = [struct.unpack_from(PLAN_FILE_FMT, area, 32 + 32 * i) for i in range(nr_files)]
-    names_at = 32 + 32 * nr_files + 12 * nr_steps
+    names_at = 32 + 32 * nr_files + 12 * nr_steps + table
     names = area[names_at:names_at + names_size]
     paths = [names[f[4]:names.index(0, f[4])].decode() for f in files]
     for i, (f, p) in enumerate(zip(files, paths)):
@@ -347,6 +351,10 @@ def plan(path):
         check(fi < nr_files and nr > 0, "step %d: file %d, %d units" % (i, fi, nr))
         check((start + nr) * 4096 <= files[fi][1] + 4095, "step %d past its file" % i)
         print("step", paths[fi], start, nr)
+    if table:
+        order = struct.unpack_from("<%dH" % nr_steps, area, names_at - table)
+        check(sorted(order) == list(range(nr_steps)), "order table %s" % (order,))
+        print("order", *order)
 
 
 def main(argv):

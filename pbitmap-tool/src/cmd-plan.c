@@ -6,9 +6,10 @@
  * bitmap marks, or the whole file when it has no bitmap.  PROGRAM itself
  * is not in it: exec reads PROGRAM's record anyway and prefetches from it,
  * and a plan naming its own file would go stale with every write of it.  PROGRAM
- * must have a plan area (`pbitmap add --plan-size`).  The kernel reads the
- * plan at exec and submits every range in one batch (docs/FORMAT.md,
- * "Start-up plan").
+ * must have a plan area (`pbitmap add --plan-size`).  The plan has no order
+ * table: the steps' own order, the FILEs', is the order they are read in.
+ * The kernel reads the plan at exec and submits every range in one batch
+ * (docs/FORMAT.md, "Start-up plan").
  */
 #include <endian.h>
 #include <errno.h>

@@ -153,6 +153,35 @@ static uint64_t plan_units(const struct pb_plan_view *v, uint32_t file)
 	return n;
 }
 
+/*
+ * The order the steps are read in: the order table's as "a-b,c,...", a
+ * run of consecutive steps as one item, the first @limit items (0: all).
+ */
+static void print_order(const struct pb_plan_view *v, unsigned int limit)
+{
+	unsigned int n = 0;
+
+	if (!v->order) {
+		printf("the steps' own (no order table)");
+		return;
+	}
+	printf("by its order table: steps ");
+	for (uint32_t i = 0; i < v->nr_steps; n++) {
+		uint32_t first = le16toh(v->order[i]), last = first;
+
+		if (limit && n == limit) {
+			printf(",...");
+			break;
+		}
+		while (++i < v->nr_steps && le16toh(v->order[i]) == last + 1)
+			last++;
+		if (first == last)
+			printf("%s%u", n ? "," : "", first);
+		else
+			printf("%s%u-%u", n ? "," : "", first, last);
+	}
+}
+
 static void show_plan_text(const struct pb_file *f)
 {
 	size_t size;
@@ -168,6 +197,9 @@ static void show_plan_text(const struct pb_file *f)
 	printf("  plan         %u files, %u ranges, %" PRIu64 " KiB; %u of %zu bytes\n",
 	       v.nr_files, v.nr_steps, plan_units(&v, UINT32_MAX) << (PBITMAP_PLAN_UNIT_SHIFT - 10),
 	       v.used, size);
+	printf("  read order   ");
+	print_order(&v, pb_verbose ? 0 : 12);
+	putchar('\n');
 	for (uint32_t i = 0; i < v.nr_files; i++) {
 		const char *path = v.names + le32toh(v.files[i].name);
 		const char *state = plan_file_state(&v.files[i], path);
@@ -204,7 +236,15 @@ static void show_plan_json(const struct pb_file *f)
 	for (uint32_t i = 0; i < v.nr_steps; i++)
 		printf("%s[%u,%u,%u]", i ? "," : "", le16toh(v.steps[i].file),
 		       le32toh(v.steps[i].start), le32toh(v.steps[i].nr));
-	printf("]}");
+	printf("],\"order\":");
+	if (v.order) {
+		for (uint32_t i = 0; i < v.nr_steps; i++)
+			printf("%s%u", i ? "," : "[", le16toh(v.order[i]));
+		printf(v.nr_steps ? "]" : "[]");
+	} else {
+		printf("null");
+	}
+	printf("}");
 }
 
 static void show_text(const struct pb_file *f, const unsigned char *eff)

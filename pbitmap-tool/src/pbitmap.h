@@ -187,7 +187,16 @@ struct pb_plan_view {
 	uint32_t nr_files, nr_steps, used;
 	const struct pbitmap_plan_file *files;
 	const struct pbitmap_plan_step *steps;
+	const pbitmap_plan_order_t *order;	/* nr_steps entries; NULL: none */
 	const char *names;
+};
+
+/* Steps @first to @last of one file, joined into one read. */
+struct pb_plan_run {
+	uint32_t first, last;	/* step indices, inclusive */
+	uint32_t rank;		/* smallest position in the order table of its steps */
+	uint32_t file;		/* index in the file table */
+	uint64_t offset, length;	/* bytes, the gaps joined across included */
 };
 
 /* NULL when the area holds a valid plan or none, else why not. */
@@ -204,6 +213,17 @@ int pb_plan_build(unsigned char *area, size_t size, const struct pb_plan_file_in
 		  size_t nr, size_t *need);
 /* Fill @v from a checked area: 1, or 0 when the plan is empty. */
 int pb_plan_read(const unsigned char *area, size_t size, struct pb_plan_view *v);
+/*
+ * The reads a reader of the checked plan @v submits, in the order to
+ * submit them (docs/FORMAT.md, "Start-up plan"): each file's steps joined
+ * in file order, a step that starts less than @gap bytes past the end of
+ * the run before it joining that run; then the runs in the order of their
+ * rank, the first-needed first (the order table's), or in the steps' own
+ * order without a table.  *@runs is malloc'ed (NULL for none); 0, or
+ * PB_FAIL when out of memory.
+ */
+int pb_plan_runs(const struct pb_plan_view *v, uint64_t gap, struct pb_plan_run **runs,
+		 uint32_t *nr_runs);
 
 /* Recompute the checksum after changing the record. */
 void pb_record_seal(struct pb_record *r);

@@ -7,6 +7,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -14,11 +15,16 @@
 
 #define UNIT	(UINT64_C(1) << PBITMAP_PLAN_UNIT_SHIFT)
 
-static size_t plan_bytes(uint64_t nr_files, uint64_t nr_steps, uint64_t names)
+/* pb_plan_check()'s message when it names a value */
+static char fault_msg[128];
+
+/* Bytes of a plan: head, files, steps, the order table (@order), names. */
+static size_t plan_bytes(uint64_t nr_files, uint64_t nr_steps, uint64_t names, bool order)
 {
 	uint64_t n = sizeof(struct pbitmap_plan) +
 		     nr_files * sizeof(struct pbitmap_plan_file) +
-		     nr_steps * sizeof(struct pbitmap_plan_step) + names;
+		     nr_steps * sizeof(struct pbitmap_plan_step) +
+		     (order ? nr_steps * sizeof(pbitmap_plan_order_t) : 0) + names;
 
 	return n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n;
 }
@@ -75,6 +81,35 @@ static const char *plan_canonical(const struct pbitmap_plan_file *files, uint32_
 	return NULL;
 }
 
+#define NOT_PERMUTATION	"plan: order table is not a permutation of the steps"
+
+/*
+ * The order table (docs/FORMAT.md, "Start-up plan"): each step's index
+ * exactly once.  Indices are 16 bits: the bitmap of those seen is 8 KiB.
+ * The message names the first entry that breaks the rule.
+ */
+static const char *plan_order(const pbitmap_plan_order_t *order, uint32_t nr_steps)
+{
+	uint64_t seen[65536 / 64] = { 0 };
+
+	for (uint32_t i = 0; i < nr_steps; i++) {
+		unsigned int s = le16toh(order[i]);
+
+		if (s >= nr_steps) {
+			snprintf(fault_msg, sizeof(fault_msg), "%s: entry %u names step %u (the plan "
+				 "has %u steps)", NOT_PERMUTATION, i, s, nr_steps);
+			return fault_msg;
+		}
+		if (seen[s / 64] & (UINT64_C(1) << (s % 64))) {
+			snprintf(fault_msg, sizeof(fault_msg), "%s: entry %u names step %u again",
+				 NOT_PERMUTATION, i, s);
+			return fault_msg;
+		}
+		seen[s / 64] |= UINT64_C(1) << (s % 64);
+	}
+	return NULL;
+}
+
 bool pb_plan_empty(const unsigned char *area, size_t size)
 {
 	return size < sizeof(struct pbitmap_plan) ||
@@ -86,8 +121,10 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 	const struct pbitmap_plan *p = (const void *)area;
 	const struct pbitmap_plan_file *files;
 	const struct pbitmap_plan_step *steps;
-	const char *names;
+	const pbitmap_plan_order_t *order;
+	const char *names, *fault;
 	uint32_t nr_files, nr_steps, names_size, used;
+	bool has_order;
 
 	if (!size)
 		return NULL;
@@ -97,21 +134,28 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 		return all_zero(area, size) ? NULL : "empty plan area not zero";
 	if (le32toh(p->magic) != PBITMAP_PLAN_MAGIC)
 		return "bad plan magic";
-	if (p->reserved0 || !all_zero((const void *)p->reserved, sizeof(p->reserved)))
+	if (le16toh(p->flags) & ~PBITMAP_PLAN_F_ALL) {
+		snprintf(fault_msg, sizeof(fault_msg), "plan: unknown flags %#x",
+			 le16toh(p->flags) & ~PBITMAP_PLAN_F_ALL);
+		return fault_msg;
+	}
+	if (!all_zero((const void *)p->reserved, sizeof(p->reserved)))
 		return "plan: reserved fields not zero";
+	has_order = le16toh(p->flags) & PBITMAP_PLAN_F_ORDER;
 	nr_files = le16toh(p->nr_files);
 	nr_steps = le32toh(p->nr_steps);
 	names_size = le32toh(p->names_size);
 	used = le32toh(p->used);
 	if (!nr_files || nr_files > PBITMAP_PLAN_MAX_FILES)
 		return "plan: number of files out of range";
-	if (used > size || used != plan_bytes(nr_files, nr_steps, names_size))
+	if (used > size || used != plan_bytes(nr_files, nr_steps, names_size, has_order))
 		return "plan: size does not match its tables";
 	if (!all_zero(area + used, size - used))
 		return "plan: bytes past its end not zero";
 	files = (const void *)(p + 1);
 	steps = (const void *)(files + nr_files);
-	names = (const char *)(steps + nr_steps);
+	order = (const void *)(steps + nr_steps);
+	names = (const char *)(order + (has_order ? nr_steps : 0));
 	if (!names_size || names[names_size - 1])
 		return "plan: names not terminated";
 	for (uint32_t i = 0; i < nr_files; i++) {
@@ -135,7 +179,10 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 		if (!nr || start + nr > (le64toh(files[file].size) + UNIT - 1) / UNIT)
 			return "plan: a range is empty or past its file's end";
 	}
-	return plan_canonical(files, nr_files, steps, nr_steps);
+	fault = plan_canonical(files, nr_files, steps, nr_steps);
+	if (!fault && has_order)
+		fault = plan_order(order, nr_steps);
+	return fault;
 }
 
 void pb_plan_carry(struct pb_record *dst, const struct pb_record *src)
@@ -165,7 +212,7 @@ int pb_plan_build(unsigned char *area, size_t size, const struct pb_plan_file_in
 		nr_steps += in[i].nr_ranges;
 		names += strlen(in[i].path) + 1;
 	}
-	*need = plan_bytes(nr, nr_steps, names);
+	*need = plan_bytes(nr, nr_steps, names, false);
 	if (!nr || nr > PBITMAP_PLAN_MAX_FILES || nr_steps > UINT32_MAX ||
 	    names > UINT32_MAX) {
 		errno = E2BIG;
@@ -195,7 +242,10 @@ int pb_plan_build(unsigned char *area, size_t size, const struct pb_plan_file_in
 		memcpy(name + at, in[i].path, len);
 		at += len;
 	}
-	/* In the order given: the caller's order is the order of first touch. */
+	/*
+	 * In the order given, which is the order of first touch: no order
+	 * table, the files' own order is the one to read them in.
+	 */
 	for (size_t i = 0; i < nr; i++)
 		for (size_t j = 0; j < in[i].nr_ranges; j++, k++) {
 			steps[k].start = htole32(in[i].ranges[j].start);
@@ -217,6 +267,69 @@ int pb_plan_read(const unsigned char *area, size_t size, struct pb_plan_view *v)
 	v->used = le32toh(p->used);
 	v->files = (const void *)(p + 1);
 	v->steps = (const void *)(v->files + v->nr_files);
-	v->names = (const char *)(v->steps + v->nr_steps);
+	if (le16toh(p->flags) & PBITMAP_PLAN_F_ORDER) {
+		v->order = (const void *)(v->steps + v->nr_steps);
+		v->names = (const char *)(v->order + v->nr_steps);
+	} else {
+		v->names = (const char *)(v->steps + v->nr_steps);
+	}
 	return 1;
+}
+
+static int cmp_rank(const void *a, const void *b)
+{
+	const struct pb_plan_run *x = a, *y = b;
+
+	return x->rank < y->rank ? -1 : x->rank > y->rank;
+}
+
+int pb_plan_runs(const struct pb_plan_view *v, uint64_t gap, struct pb_plan_run **runs,
+		 uint32_t *nr_runs)
+{
+	struct pb_plan_run *r;
+	uint32_t *pos = NULL, n = 0;
+
+	*runs = NULL;
+	*nr_runs = 0;
+	if (!v->nr_steps)
+		return 0;
+	r = malloc(v->nr_steps * sizeof(*r));
+	if (v->order)
+		pos = malloc(v->nr_steps * sizeof(*pos));
+	if (!r || (v->order && !pos)) {
+		free(r);
+		free(pos);
+		return PB_FAIL;
+	}
+	/* each step's place in the table: checked, the table is a permutation */
+	for (uint32_t i = 0; pos && i < v->nr_steps; i++)
+		pos[le16toh(v->order[i])] = i;
+	for (uint32_t s = 0; s < v->nr_steps; s++) {
+		uint32_t file = le16toh(v->steps[s].file), rank = pos ? pos[s] : s;
+		uint64_t end = ((uint64_t)le32toh(v->steps[s].start) + le32toh(v->steps[s].nr))
+			       << PBITMAP_PLAN_UNIT_SHIFT;
+
+		r[n].first = s;
+		/* canonical: a file's next step starts at or after @end */
+		while (s + 1 < v->nr_steps && le16toh(v->steps[s + 1].file) == file &&
+		       ((uint64_t)le32toh(v->steps[s + 1].start) << PBITMAP_PLAN_UNIT_SHIFT) - end < gap) {
+			s++;
+			end = ((uint64_t)le32toh(v->steps[s].start) + le32toh(v->steps[s].nr))
+			      << PBITMAP_PLAN_UNIT_SHIFT;
+			if (pos && pos[s] < rank)
+				rank = pos[s];
+		}
+		r[n].last = s;
+		r[n].rank = rank;
+		r[n].file = file;
+		r[n].offset = (uint64_t)le32toh(v->steps[r[n].first].start) << PBITMAP_PLAN_UNIT_SHIFT;
+		r[n].length = end - r[n].offset;
+		n++;
+	}
+	if (pos)	/* ranks are distinct: no two runs compare equal */
+		qsort(r, n, sizeof(*r), cmp_rank);
+	free(pos);
+	*runs = r;
+	*nr_runs = n;
+	return 0;
 }

@@ -32,6 +32,7 @@
 #include <linux/fs.h>
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include "pbitmap.h"
@@ -1097,49 +1098,75 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 }
 
 /*
- * Read the ranges of a plan, file by file in the plan's order (the order
- * the start-up first needed them), each file's steps in file order,
- * steps less than @p->gap apart as one read.
+ * Read the ranges of a plan as the kernel submits them (pb_plan_runs()):
+ * each file's steps joined across @p->gap, the joined runs in the order
+ * the start-up first needed them (the order table's; without one, the
+ * steps' own).  Runs of different files may alternate, so a file is
+ * opened at its first run and kept open until its last.  A file whose
+ * run does not fit in what is left of the budget is left out from there.
  */
 static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch *p)
 {
-	for (uint32_t s = 0; s < v->nr_steps;) {
-		uint32_t file = le16toh(v->steps[s].file), next = s;
-		int fd;
+	enum { UNOPENED = -2, LEFT_OUT = -1 };
+	struct pb_plan_run *runs;
+	uint32_t nr_runs, *left;
+	struct rlimit nofile;
+	int *fds;
 
-		while (next < v->nr_steps && le16toh(v->steps[next].file) == file)
-			next++;
-		if (p->budget && p->bytes >= p->budget) {
-			p->skip_budget++;
-			s = next;
-			continue;
-		}
-		fd = plan_open(v, file, p);
-		for (; fd >= 0 && s < next; s++) {
-			uint64_t off = (uint64_t)le32toh(v->steps[s].start) << PBITMAP_PLAN_UNIT_SHIFT;
-			uint64_t end = off + ((uint64_t)le32toh(v->steps[s].nr) << PBITMAP_PLAN_UNIT_SHIFT);
-
-			while (s + 1 < next &&
-			       ((uint64_t)le32toh(v->steps[s + 1].start) << PBITMAP_PLAN_UNIT_SHIFT) - end < p->gap) {
-				s++;
-				end = ((uint64_t)le32toh(v->steps[s].start) + le32toh(v->steps[s].nr))
-				      << PBITMAP_PLAN_UNIT_SHIFT;
-			}
-			if (p->budget && p->bytes + (end - off) > p->budget) {
-				p->skip_budget++;	/* the rest of this file */
-				break;
-			}
-			if (posix_fadvise(fd, (off_t)off, (off_t)(end - off), POSIX_FADV_WILLNEED))
-				break;
-			p->extents++;
-			p->bytes += end - off;
-		}
-		if (fd >= 0) {
-			p->files++;
-			close(fd);
-		}
-		s = next;
+	if (pb_plan_runs(v, p->gap, &runs, &nr_runs))
+		return;
+	fds = malloc(v->nr_files * (sizeof(*fds) + sizeof(*left)));
+	if (!fds) {
+		free(runs);
+		return;
 	}
+	left = (uint32_t *)(fds + v->nr_files);
+	for (uint32_t f = 0; f < v->nr_files; f++) {
+		fds[f] = UNOPENED;
+		left[f] = 0;
+	}
+	for (uint32_t i = 0; i < nr_runs; i++)
+		left[runs[i].file]++;
+	/* up to nr_files descriptors at once (1024 at most): room for them */
+	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < v->nr_files + 64U) {
+		nofile.rlim_cur = nofile.rlim_max < v->nr_files + 64U ?
+				  nofile.rlim_max : v->nr_files + 64U;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
+	for (uint32_t i = 0; i < nr_runs; i++) {
+		const struct pb_plan_run *r = &runs[i];
+		int *fd = &fds[r->file];
+
+		left[r->file]--;
+		if (*fd == UNOPENED) {
+			if (p->budget && p->bytes >= p->budget) {
+				p->skip_budget++;
+				*fd = LEFT_OUT;
+			} else if ((*fd = plan_open(v, r->file, p)) >= 0) {
+				p->files++;
+			} else {
+				*fd = LEFT_OUT;
+			}
+		}
+		if (*fd < 0)
+			continue;
+		if (p->budget && p->bytes + r->length > p->budget) {
+			p->skip_budget++;	/* the rest of this file */
+			left[r->file] = 0;
+		} else if (posix_fadvise(*fd, (off_t)r->offset, (off_t)r->length,
+					 POSIX_FADV_WILLNEED)) {
+			left[r->file] = 0;
+		} else {
+			p->extents++;
+			p->bytes += r->length;
+		}
+		if (!left[r->file]) {
+			close(*fd);
+			*fd = LEFT_OUT;
+		}
+	}
+	free(fds);	/* each file's descriptor was closed at its last run */
+	free(runs);
 }
 
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,

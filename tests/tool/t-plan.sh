@@ -21,6 +21,12 @@
 #     file's ranges repeated or out of order and two entries for one inode
 #     (the canonical form the kernel enforces);
 #   - plan refuses a file named twice, also through a hard link;
+#   - an order table (flag 1, tests/lib/plan_order.py): a permutation of the
+#     steps passes verify, show prints the read order ("steps 2,0-1"; with
+#     no table "the steps' own"), show --json an "order" array (null with
+#     none), a re-stamp carries it; a repeated index, an index past the
+#     last step and an unknown flag bit (with or without the table) are
+#     each refused by verify, exit 1, naming the entry or the bits;
 #   - usage errors exit 2.
 
 source "$(dirname "$0")/../lib.sh"
@@ -68,6 +74,7 @@ steps=$(grep '^step' "$d/plan.txt" | tr '\n' ';')
 	fail "steps: $steps"
 expect_status 0 "$PBITMAP" show "$d/prog"
 grep -q 'plan *2 files, 3 ranges, 32 KiB' "$OUT" || fail "show: $(cat "$OUT")"
+grep -q "read order *the steps' own (no order table)$" "$OUT" || fail "show, no order table: $(cat "$OUT")"
 grep -q "20 KiB  $lib_real\$" "$OUT" || fail "show does not list the library: $(cat "$OUT")"
 expect_status 0 "$PBITMAP" verify "$d/prog"
 grep -q 'a plan of 2 files$' "$OUT" || fail "verify: $(cat "$OUT")"
@@ -77,6 +84,7 @@ import json, sys
 p = json.load(open(sys.argv[1]))[0]["plan"]
 assert [f["state"] for f in p["files"]] == ["current", "current"], p
 assert p["steps"] == [[0, 0, 4], [0, 9, 1], [1, 0, 3]], p["steps"]
+assert p["order"] is None, p
 ' "$OUT" || fail "show --json: $(cat "$OUT")"
 pass "plan: the files in order, marked ranges and a whole unstamped file, identities as stat says"
 
@@ -190,6 +198,47 @@ for what in step-file name repeat reversed same-inode; do
 	esac
 done
 pass "a plan naming no file, an unterminated name, ranges repeated or reversed, two entries for one inode: verify exits 1 and says which"
+
+# The order table: the steps are lib.so 0+4, lib.so 9+1, data 0+3.
+ORDER="python3 $TOP/tests/lib/plan_order.py"
+cp /usr/bin/ls "$d/ordered"
+expect_status 0 "$PBITMAP" add --plan-size 4K "$d/ordered"
+expect_status 0 "$PBITMAP" plan "$d/ordered" "$d/lib.so" "$d/data"
+$ORDER "$d/ordered" 2,0,1 || fail "cannot add an order table"
+$ELFCHECK plan "$d/ordered" >"$d/plan.txt" || fail "elfcheck plan: $(cat "$d/plan.txt")"
+grep -qx 'order 2 0 1' "$d/plan.txt" || fail "elfcheck plan: $(cat "$d/plan.txt")"
+expect_status 0 "$PBITMAP" verify "$d/ordered"
+grep -q 'a plan of 2 files$' "$OUT" || fail "verify, an order table: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" show "$d/ordered"
+grep -q 'plan *2 files, 3 ranges, 32 KiB; [0-9]* of 4096 bytes$' "$OUT" || fail "show: $(cat "$OUT")"
+grep -q 'read order *by its order table: steps 2,0-1$' "$OUT" || fail "show, an order table: $(cat "$OUT")"
+expect_status 0 "$PBITMAP" show --json "$d/ordered"
+python3 -c '
+import json, sys
+p = json.load(open(sys.argv[1]))[0]["plan"]
+assert p["steps"] == [[0, 0, 4], [0, 9, 1], [1, 0, 3]], p["steps"]
+assert p["order"] == [2, 0, 1], p
+' "$OUT" || fail "show --json, an order table: $(cat "$OUT")"
+$ELFCHECK plan "$d/ordered" >"$d/before.txt" || fail "elfcheck plan"
+expect_status 0 "$PBITMAP" add -g 2 "$d/ordered"
+$ELFCHECK plan "$d/ordered" >"$d/after.txt" || fail "elfcheck plan after re-stamp"
+cmp -s "$d/before.txt" "$d/after.txt" || fail "re-stamp lost the order: $(diff "$d/before.txt" "$d/after.txt")"
+pass "an order table: verify passes, show prints the read order, --json the table, a re-stamp carries it"
+
+bad_order() {	# ORDER FLAGS MESSAGE
+	cp /usr/bin/ls "$d/bad"
+	expect_status 0 "$PBITMAP" add --plan-size 4K "$d/bad"
+	expect_status 0 "$PBITMAP" plan "$d/bad" "$d/lib.so" "$d/data"
+	$ORDER "$d/bad" "$1" "$2" || fail "cannot write the order table $1, flags $2"
+	expect_status 1 "$PBITMAP" verify "$d/bad"
+	grep -qF "pbitmap: $d/bad: invalid bitmap: plan: $3" "$ERR" ||
+		fail "order $1, flags $2: want '$3': $(cat "$ERR")"
+}
+bad_order 0,2,0 1 "order table is not a permutation of the steps: entry 2 names step 0 again"
+bad_order 1,3,0 1 "order table is not a permutation of the steps: entry 1 names step 3 (the plan has 3 steps)"
+bad_order 2,0,1 0x8001 "unknown flags 0x8000"
+bad_order "" 2 "unknown flags 0x2"
+pass "an order table with an index repeated, one past the steps, an unknown flag bit: verify exits 1 and says which"
 
 expect_status 2 "$PBITMAP" plan "$d/prog"
 expect_status 2 "$PBITMAP" plan --clear "$d/prog" "$d/lib.so"

@@ -194,10 +194,17 @@ struct pbitmap_marker {
  * runs (Documentation/mm/pbitmap.rst, "Start-up plans").
  *
  * The plan area is a struct pbitmap_plan, @nr_files struct
- * pbitmap_plan_file, @nr_steps struct pbitmap_plan_step, then
+ * pbitmap_plan_file, @nr_steps struct pbitmap_plan_step, with
+ * PBITMAP_PLAN_F_ORDER the order table (@nr_steps __le16), then
  * @names_size bytes of NUL-terminated paths; @used bytes in all, the rest
  * of the area zero.  An area of zeros is an empty plan.  The record's
  * checksum covers the plan.
+ *
+ * The steps are canonical: sorted by file, then by start, a file's steps
+ * disjoint (the form that bounds what an exec examines).  The order
+ * table says in which order their pages were first needed: each step's
+ * index once, the step a start-up touched first first.  Without it the
+ * steps are read in their own order.
  */
 #define PBITMAP_PLAN_MAGIC		0x4c504250	/* "PBPL" */
 #define PBITMAP_PLAN_ALIGN		8
@@ -206,14 +213,17 @@ struct pbitmap_marker {
 #define PBITMAP_PLAN_MAX_FILES		1024
 /* Ranges are in units of 4 KiB, whatever the record's granule. */
 #define PBITMAP_PLAN_UNIT_SHIFT		12
+/* An order table follows the steps. */
+#define PBITMAP_PLAN_F_ORDER		(1U << 0)
+#define PBITMAP_PLAN_F_ALL		PBITMAP_PLAN_F_ORDER
 
 /**
  * struct pbitmap_plan - head of a start-up plan (32 bytes)
  * @magic: PBITMAP_PLAN_MAGIC
  * @used: bytes of the plan: this head, the files, the steps and the names
  * @nr_files: entries of the file table, at most PBITMAP_PLAN_MAX_FILES
- * @reserved0: zero
- * @nr_steps: ranges, in the order they are read
+ * @flags: PBITMAP_PLAN_F_*
+ * @nr_steps: ranges, canonical (sorted by file, then start)
  * @names_size: bytes of the paths, the last one NUL
  * @reserved: zero
  */
@@ -221,7 +231,7 @@ struct pbitmap_plan {
 	__le32	magic;
 	__le32	used;
 	__le16	nr_files;
-	__le16	reserved0;
+	__le16	flags;
 	__le32	nr_steps;
 	__le32	names_size;
 	__le32	reserved[3];
@@ -264,5 +274,13 @@ struct pbitmap_plan_step {
 	__le16	file;
 	__le16	reserved;
 };
+
+/*
+ * The order table of a plan with PBITMAP_PLAN_F_ORDER: @nr_steps __le16,
+ * each step's index exactly once.  A step takes at least 14 bytes of the
+ * area with its entry in the table, so an area holds fewer than 65536
+ * steps and 16 bits index them all.
+ */
+typedef __le16 pbitmap_plan_order_t;
 
 #endif /* _UAPI_LINUX_PBITMAP_H */
