@@ -31,6 +31,7 @@ PLAN = struct.Struct("<IIHHII12s")
 FILE = struct.Struct("<QQIIII")
 STEP = struct.Struct("<IIHH")
 MAGIC = 0x4C504250
+F_ORDER = 1  # PBITMAP_PLAN_F_ORDER: an order table follows the steps
 FS_IOC_GETVERSION = 0x80087601  # _IOR('v', 1, long)
 
 
@@ -44,9 +45,11 @@ class Plan:
             sys.exit("craft-plan.py: no plan area (pbitmap add --plan-size)")
         self.area_at = [at + img.rec_size - self.area_size for at in img.slots]
         a = bytes(img.data[self.area_at[0]:self.area_at[0] + self.area_size])
-        magic, used, nr_files, _, nr_steps, names_size, _ = PLAN.unpack_from(a, 0)
+        magic, used, nr_files, flags, nr_steps, names_size, _ = PLAN.unpack_from(a, 0)
         if magic != MAGIC or nr_files < 2:
             sys.exit("craft-plan.py: the plan area holds no plan of two files")
+        if flags:
+            sys.exit("craft-plan.py: a plan with flags %#x (pbitmap plan writes none)" % flags)
         self.files = []
         names_at = PLAN.size + nr_files * FILE.size + nr_steps * STEP.size
         for i in range(nr_files):
@@ -59,19 +62,23 @@ class Plan:
             start, nr, file, _ = STEP.unpack_from(a, PLAN.size + nr_files * FILE.size + i * STEP.size)
             self.steps.append((file, start, nr))
 
-    def pack(self, files=None, steps=None):
-        """A well-formed plan of these files and (file, start, nr) steps."""
+    def pack(self, files=None, steps=None, order=None):
+        """A well-formed plan of these files and (file, start, nr) steps; with
+        @order (step indices, written as given), flag F_ORDER and that table."""
         files = self.files if files is None else files
         steps = self.steps if steps is None else steps
         names, offsets = b"", []
         for f in files:
             offsets.append(len(names))
             names += f["path"].encode() + b"\0"
-        out = bytearray(PLAN.pack(MAGIC, 0, len(files), 0, len(steps), len(names), bytes(12)))
+        out = bytearray(PLAN.pack(MAGIC, 0, len(files), 0 if order is None else F_ORDER,
+                                  len(steps), len(names), bytes(12)))
         for f, off in zip(files, offsets):
             out += FILE.pack(f["ino"], f["size"], f["dev"], f["gen"], off, 0)
         for s in steps:
             out += STEP.pack(s[1], s[2], s[0], 0)
+        if order is not None:
+            out += struct.pack("<%dH" % len(order), *order)
         out += names
         struct.pack_into("<I", out, 4, len(out))
         return out
@@ -121,6 +128,13 @@ def with_steps(fn):
     return edit
 
 
+def with_order(fn):
+    """The plan's own files and steps with the order table fn(p)."""
+    def edit(p, raw):
+        return p.pack(order=fn(p))
+    return edit
+
+
 def raw_edit(fn):
     def edit(p, raw):
         fn(p, raw)
@@ -160,7 +174,11 @@ def cases(fifo, directory, denied, tmpfs, devnode, link):
         ("files-plus-1", poke("<H", 8, lambda p: len(p.files) + 1), "reject_header"),
         ("files-1025", poke("<H", 8, 1025), "reject_header"),
         ("files-max", poke("<H", 8, 0xFFFF), "reject_header"),
-        ("reserved0", poke("<H", 10, 1), "reject_header"),
+        # flags: only PBITMAP_PLAN_F_ORDER is known; with it and no table,
+        # used does not match.
+        ("flags-unknown", poke("<H", 10, 2), "reject_header"),
+        ("flags-high", poke("<H", 10, 0x8000), "reject_header"),
+        ("flags-order-no-table", poke("<H", 10, F_ORDER), "reject_header"),
         ("steps-plus-1", poke("<I", 12, lambda p: len(p.steps) + 1), "reject_header"),
         ("steps-max", poke("<I", 12, 0xFFFFFFFF), "reject_header"),
         ("steps-wrap", poke("<I", 12, 0x15555556), "reject_header"),
@@ -211,6 +229,16 @@ def cases(fifo, directory, denied, tmpfs, devnode, link):
             files=p.files + [dict(p.files[0], path=os.path.dirname(p.files[0]["path"]) + "/./" +
                                   os.path.basename(p.files[0]["path"]))],
             steps=p.steps), "reject_canonical"),
+        # The order table: not a permutation of the steps (checked last).
+        ("order-repeated", with_order(lambda p: [0] * len(p.steps)), "reject_order"),
+        ("order-past-steps", with_order(lambda p: list(range(1, len(p.steps) + 1))),
+         "reject_order"),
+        ("order-max", with_order(lambda p: [0xFFFF] + list(range(1, len(p.steps)))),
+         "reject_order"),
+        # Not canonical and a bad table: the canonical form is checked first.
+        ("order-and-reversed", lambda p, raw: p.pack(steps=list(reversed(p.steps)),
+                                                     order=[0] * len(p.steps)),
+         "reject_canonical"),
         # Well-formed, but the path leads elsewhere, or to a file the task may
         # not read: one reason, counted before anything is opened.
         ("ino", with_file(0, ino=lambda f: f["ino"] + 1), "skip_mismatch"),
@@ -246,6 +274,9 @@ def cases(fifo, directory, denied, tmpfs, devnode, link):
         ("whole-files", with_steps(lambda p: [(i, 0, (f["size"] + 4095) // 4096)
                                               for i, f in enumerate(p.files)]), "ok"),
         ("no-steps", with_steps(lambda p: []), "ok"),
+        ("order-reversed", with_order(lambda p: list(reversed(range(len(p.steps))))), "ok"),
+        ("order-identity", with_order(lambda p: list(range(len(p.steps)))), "ok"),
+        ("order-no-steps", lambda p, raw: p.pack(steps=[], order=[]), "ok"),
     ]
 
 

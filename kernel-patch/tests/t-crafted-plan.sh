@@ -1,9 +1,10 @@
 #!/bin/bash
 # Guest test: malformed and misleading start-up plans never break an exec.
 # A program linked with two private stamped libraries gets a plan of both
-# (pbitmap plan); craft-plan.py makes 64 variants of its plan area (bad
-# head, file table, names and steps, each resealed so that it reaches the
-# plan check it is meant for; plans not in canonical form: ranges
+# (pbitmap plan); craft-plan.py makes 73 variants of its plan area (bad
+# head (unknown plan flags included), file table, names, steps and order
+# table (an index repeated or past the steps), each resealed so that it
+# reaches the plan check it is meant for; plans not in canonical form: ranges
 # reversed, repeated, overlapping or alternating between files, one file
 # named twice, also under another spelling of its path; paths that lead to
 # another inode, a FIFO, a directory, a device node, through a symbolic
@@ -12,9 +13,9 @@
 # search (with another file's identity, with its own, and with its own but
 # a wrong generation: the same counter for all three, so that a plan is no
 # oracle on a file nobody cannot read), a file on tmpfs; and well-formed
-# oddities).  Each variant is run by nobody with vm.pbitmap_enabled=1 and
-# must print what the original prints and move the counters as the case
-# says: a refused plan exactly one pbitmap_plan_reject_<reason> and no
+# oddities, valid order tables among them).  Each variant is run by nobody
+# with vm.pbitmap_enabled=1 and must print what the original prints and
+# move the counters as the case says: a refused plan exactly one pbitmap_plan_reject_<reason> and no
 # plan run; a misleading path one plan run and exactly one
 # pbitmap_plan_skip_<reason>; a sound plan one run and no skip.  The FIFO
 # is never opened (the case would hang).  The runner fails the run on any
@@ -59,7 +60,7 @@ while read -r name expect; do
 	[ "$got" = "$want" ] || fail "$name: printed '$got', expected '$want'"
 	runs=$(delta pbitmap_plan_exec s0 s1)
 	rejects=0 skips=0
-	for r in header files names steps canonical; do
+	for r in header files names steps canonical order; do
 		rejects=$((rejects + $(delta "pbitmap_plan_reject_$r" s0 s1)))
 	done
 	for r in mismatch fs secure; do
