@@ -204,7 +204,8 @@ for i in $(seq 1 "$RUNS"); do
 		problems+=" run $i: plan_covered $(d plan pbitmap_plan_covered), want at least 2;"
 	for k in pbitmap_plan_skip_mismatch pbitmap_plan_skip_secure \
 		 pbitmap_rejected pbitmap_plan_reject_header pbitmap_plan_reject_files \
-		 pbitmap_plan_reject_names pbitmap_plan_reject_steps pbitmap_plan_reject_canonical; do
+		 pbitmap_plan_reject_names pbitmap_plan_reject_steps pbitmap_plan_reject_canonical \
+		 pbitmap_plan_reject_order; do
 		[ "$(d plan $k)" = 0 ] || problems+=" run $i: $k $(d plan $k);"
 	done
 	[ "$(reads records)" = 3 ] ||

@@ -203,7 +203,7 @@ struct pbitmap_marker {
  * The steps are canonical: sorted by file, then by start, a file's steps
  * disjoint (the form that bounds what an exec examines).  The order
  * table says in which order their pages were first needed: each step's
- * index once, the step a start-up touched first first.  Without it the
+ * index once, the step a start-up touched earliest first.  Without it the
  * steps are read in their own order.
  */
 #define PBITMAP_PLAN_MAGIC		0x4c504250	/* "PBPL" */
