@@ -24,7 +24,14 @@
 #     runs holding the five pages in that order; prog's own pages are
 #     among the runs, and exec's mapping of prog prefetched nothing of its
 #     own (no pbitmap_prefetch event for prog): it stood aside for the plan;
-#   - the program's output is the same as without pbitmap.
+#   - the program's output is the same as without pbitmap;
+#   - a stale order: prog replaced by a copy (a new inode, the record and
+#     its plan copied along), so that the plan's entry for the executable
+#     no longer matches: it is skipped (pbitmap_plan_skip_mismatch 1), the
+#     copy's mapping prefetches its own pages (it no longer stands aside),
+#     and the copy's cold starts make no more read requests than those of
+#     a copy whose plan was cleared (medians of RUNS, default 3, order
+#     rotated).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -208,5 +215,35 @@ if ranks != sorted(ranks):
 print("batch: %d runs in rank order, the touched pages' at %s, prog's own among them" % (len(runs), at))
 PY
 echo "ok: the learned plan keeps first-touch order, prog's pages among its steps; the batch follows it"
+
+# A stale order: the executable's entry no longer matches.
+cp --preserve=xattr prog prog.new && mv prog.new prog
+cp --preserve=xattr prog prog-noplan
+pbitmap plan --clear prog-noplan || fail "pbitmap plan --clear"
+sync
+stale_ino=$(stat -c %i prog)
+for i in $(seq 1 "$RUNS"); do
+	for c in $(cold_order "$i" stale noplan); do
+		case $c in
+		stale)
+			s0=$(vmstat_counter pbitmap_plan_skip_mismatch)
+			echo >"$T/trace"
+			echo 1 >"$T/events/pbitmap/pbitmap_prefetch/enable"
+			cold_run stale stale.out ./prog
+			trace_off
+			[ "$(vmstat_delta pbitmap_plan_skip_mismatch "$s0")" = 1 ] ||
+				fail "stale plan: plan_skip_mismatch $(vmstat_delta pbitmap_plan_skip_mismatch "$s0"), want 1 (the executable's entry)"
+			grep -q "pbitmap_prefetch: .* ino=$stale_ino " "$T/trace" ||
+				fail "stale plan: the executable's mapping prefetched nothing of its own"
+			;;
+		noplan)	cold_run noplan noplan.out ./prog-noplan ;;
+		esac
+		cmp -s "$c.out" want.out || fail "$c run $i: $(cat "$c.out")"
+	done
+done
+cold_medians
+((med_stale_reqs <= med_noplan_reqs)) ||
+	fail "a stale plan made $med_stale_reqs read requests, no plan $med_noplan_reqs"
+echo "ok: a stale order ($med_stale_reqs read requests) costs no more than no plan ($med_noplan_reqs)"
 cold_reset
 echo "PASS: t-plan-order"
