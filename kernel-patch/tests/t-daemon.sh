@@ -29,6 +29,10 @@
 #   - unstamped execs: counted, never read ahead.
 #   - kill -9 while stamped programs start: every one runs, its bitmap
 #     verifies, the status file is whole; a restarted daemon works.
+#   - a child the daemon forked for an exec, stopped (SIGSTOP, as its user
+#     may once it has the user's credentials): killed at once, not held
+#     until its deadline (no child left after 2 s, killed_stopped counts
+#     it), and the next exec is read ahead.
 #   - printed: the daemon's CPU time per exec, unstamped and stamped.
 set -euo pipefail
 W=/var/tmp/t-daemon
@@ -235,7 +239,7 @@ wait "$DPID" 2>/dev/null || true
 DPID=
 wait "$runner" || fail "a stamped program failed when the daemon was killed with -9"
 pbitmap verify -q prog liba.so libb.so || fail "a bitmap does not verify after kill -9"
-[ "$(wc -l <status)" = 31 ] && [ "$(tail -n 1 status | cut -d' ' -f1)" = learn_events_lost ] ||
+[ "$(wc -l <status)" = 32 ] && [ "$(tail -n 1 status | cut -d' ' -f1)" = learn_events_lost ] ||
 	fail "the status file is not whole after kill -9: $(cat status)"
 start_daemon
 e0=$(counter execs)
@@ -243,4 +247,62 @@ e0=$(counter execs)
 idle $((e0 + 1))
 [ "$(counter prefetched)" = 1 ] || fail "the restarted daemon did not read prog ahead"
 echo "kill -9: every program ran, bitmaps verify, status whole; restarted, it works"
+
+# ---- a stopped child -----------------------------------------------------
+[ -r "/proc/$DPID/task/$DPID/children" ] ||
+	fail "no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): cannot find the daemon's children"
+# stop_child SECONDS: SIGSTOP the daemon's first child seen within SECONDS;
+# prints its PID.  A cold exec's child reads the program's record from the
+# 150-IOPS disk: it lives milliseconds, and /proc is polled every 0.5 ms.
+stop_child() {
+	python3 - "$DPID" "$1" <<'PY'
+import os, signal, sys, time
+dpid, deadline = sys.argv[1], time.time() + float(sys.argv[2])
+while time.time() < deadline:
+    try:
+        kids = open("/proc/%s/task/%s/children" % (dpid, dpid)).read().split()
+    except OSError:
+        kids = []
+    for k in kids:
+        try:
+            os.kill(int(k), signal.SIGSTOP)
+        except ProcessLookupError:
+            continue
+        print(k)
+        sys.exit(0)
+    time.sleep(0.0005)
+sys.exit(1)
+PY
+}
+k0=$(counter killed_stopped)
+stopped=
+for _ in $(seq 20); do
+	stop_child 3 >stopped.pid &
+	stopper=$!
+	sleep 0.2
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	./prog >/dev/null || fail "prog failed while its reader was stopped"
+	if wait "$stopper"; then
+		stopped=$(cat stopped.pid)
+		break
+	fi
+done
+[ -n "$stopped" ] || fail "could not stop a child of the daemon in 20 cold execs"
+for _ in $(seq 20); do
+	[ -z "$(cat "/proc/$DPID/task/$DPID/children")" ] && break
+	sleep 0.1
+done
+[ -z "$(cat "/proc/$DPID/task/$DPID/children")" ] ||
+	fail "the stopped child $stopped is still there after 2 s: $(cat "/proc/$DPID/task/$DPID/children")"
+for _ in $(seq 20); do [ "$(counter killed_stopped)" -gt "$k0" ] && break; sleep 0.1; done
+[ "$(counter killed_stopped)" = $((k0 + 1)) ] ||
+	fail "killed_stopped $(counter killed_stopped), want $((k0 + 1))"
+sleep 2.1	# the same program read ahead again only after 2 s (skip_recent)
+p0=$(counter prefetched)
+e0=$(counter execs)
+./prog >/dev/null
+idle $((e0 + 1))
+[ "$(counter prefetched)" = $((p0 + 1)) ] || fail "after a stopped child, prog was not read ahead"
+echo "a stopped child ($stopped) killed at once; the next exec read ahead"
 echo "PASS: pbitmapd on $(uname -r)"

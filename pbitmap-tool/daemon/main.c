@@ -117,9 +117,10 @@ static void kid_ended(pid_t pid)
 }
 
 /*
- * A child past its alarm is stopped (its user may SIGSTOP it once it has
- * the user's credentials, and a stopped process gets no SIGALRM): killed,
- * so that no user can fill the slots and turn the daemon off.
+ * A child past its alarm: killed, so that no user can fill the slots and
+ * turn the daemon off.  A stopped child is killed as soon as it stops
+ * (reap()); this is for one that runs on past its alarm and CPU limit
+ * (blocked in the kernel, say).
  */
 static void kill_overstayed(void)
 {
@@ -358,7 +359,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(opens), COUNTER(data_prefetched), COUNTER(files), COUNTER(extents),
 	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
-	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed),
+	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_pages),
 	COUNTER(learn_skip_recent), COUNTER(learn_skip_policy), COUNTER(learn_skip_changed),
 	COUNTER(learn_skip_failed), COUNTER(learn_lost), COUNTER(learn_events_lost),
@@ -402,7 +403,18 @@ static bool reap(int report_fd)
 
 	pid_t pid;
 
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
+		/*
+		 * Its user stopped it (a child runs with the user's
+		 * credentials once it has them, and a stopped process gets
+		 * no SIGALRM): it would hold its slot, and a writer's, until
+		 * its deadline.  Killed at once; reaped as killed below.
+		 */
+		if (WIFSTOPPED(status)) {
+			kill(pid, SIGKILL);
+			pbd.n.killed_stopped++;
+			continue;
+		}
 		kid_ended(pid);
 		/* killed: its alarm, CPU limit, or kill_overstayed() */
 		if (!learn_reaped(pid, WIFSIGNALED(status)) && WIFSIGNALED(status))

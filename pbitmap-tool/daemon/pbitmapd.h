@@ -55,7 +55,7 @@ struct config {
 struct counters {
 	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
-	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed;
+	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	/* learning (learn.c) */
 	uint64_t learners, learn_written, learn_pages, learn_skip_recent, learn_skip_policy;
 	uint64_t learn_skip_changed, learn_skip_failed, learn_lost, learn_events_lost;

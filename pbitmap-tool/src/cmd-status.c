@@ -39,6 +39,7 @@ static const struct {
 	{ "skip_denied", "files skipped: the program's user may not read them" },
 	{ "skip_budget", "files skipped: the budget was spent (or memory.high reached)" },
 	{ "skip_failed", "execs that failed (fork, or the reader's limits)" },
+	{ "killed_stopped", "children (readers, writers) their user stopped: killed at once" },
 	{ "learners", "runs of stamped programs followed to learn from" },
 	{ "learn_written", "files given a learned generation" },
 	{ "learn_pages", "pages marked in those generations" },
