@@ -4,7 +4,8 @@
 # them into modules/ beside the tests) and loaded here, in the kernel the
 # other tests run, with vm.pbitmap_enabled=0 (the cache suite uses the live
 # record cache).  KUnit prints TAP to the kernel log; this test fails unless
-# the four suites (pbitmap-record, pbitmap-extent, pbitmap-cache, pbitmap-plan) report
+# the five suites (pbitmap-record, pbitmap-extent, pbitmap-cache, pbitmap-plan,
+# pbitmap-pace) report
 # "ok", no case reports "not ok", and at least the cases listed below ran.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -25,10 +26,10 @@ if grep -q 'not ok' <<<"$tap"; then
 	grep -E 'Expected|not ok|ASSERT|EXPECT|at mm/' <<<"$log" | head -n 40
 	fail "KUnit reports failures"
 fi
-for suite in pbitmap-record pbitmap-extent pbitmap-cache pbitmap-plan; do
+for suite in pbitmap-record pbitmap-extent pbitmap-cache pbitmap-plan pbitmap-pace; do
 	grep -qE "^ok [0-9]+ $suite\$" <<<"$tap" || fail "suite $suite did not report ok"
 done
 cases=$(grep -cE '^ *ok [0-9]+ pbitmap_test_' <<<"$tap" || true)
-# 11 record, 6 extent, 7 cache and 6 plan cases (mm/pbitmap/tests/*-kunit.h).
-((cases >= 30)) || fail "only $cases test cases reported ok, expected 30"
-echo "PASS: $cases KUnit cases in 4 suites"
+# 11 record, 7 extent, 7 cache, 9 plan and 2 pace cases (mm/pbitmap/tests/*-kunit.h).
+((cases >= 36)) || fail "only $cases test cases reported ok, expected 36"
+echo "PASS: $cases KUnit cases in 5 suites"

@@ -1,0 +1,191 @@
+#!/bin/bash
+# Guest test: a start-up plan's batch is paced (Documentation/mm/pbitmap.rst,
+# "Start-up plans"): exec submits only what fits in flight
+# (vm.pbitmap_plan_inflight_kb, by default from the device's cost model),
+# a worker submits the rest as the device serves it, in the plan's order,
+# and stops when the program is gone.
+#
+# Built in the guest: libbig.so, 16 MiB of read-only data, and prog, which
+# touches 100 of its pages, 40 pages apart (wider than any gap the guest
+# disk's cost model joins), from the last to the first: 100 runs, in an
+# order that is not the file's.  Stamped and marked with the pages one
+# cold run faults; prog gets a plan area and one learning run its plan.
+#
+# Asserted:
+#   - a cold start following the plan is paced (pbitmap_plan_paced 1): exec
+#     itself submits at least one run and fewer than all, at most
+#     PBITMAP_INFLIGHT_SLOTS (16); a kworker submits every other run; all
+#     runs go out in rank order; the pbitmap_plan_paced event says every
+#     run was submitted and nothing stopped it; the output is right;
+#   - a cold start killed (SIGKILL) 0.3 s after it began, while the worker
+#     still has runs to submit (100 runs at the guest disk's 150 requests
+#     a second take about 0.7 s): the worker stops
+#     (pbitmap_plan_pace_stopped 1, its event stopped=1, fewer runs done
+#     than the batch has), and the vda reads in flight drain;
+#   - with vm.pbitmap_plan_inflight_kb=0 nothing is paced: exec submits
+#     every run (pbitmap_plan_paced 0, no run from a kworker).
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
+cold_begin t-plan-pace
+cold_need_ground_truth
+cold_need_counters pbitmap_plan_exec pbitmap_plan_paced pbitmap_plan_pace_stopped
+cold_need_sysctls pbitmap_plan_inflight_kb
+cold_missing
+T=/sys/kernel/tracing
+mountpoint -q "$T" || mount -t tracefs nodev "$T" || fail "cannot mount tracefs"
+for ev in pbitmap_plan_read pbitmap_plan_paced; do
+	[ -d "$T/events/pbitmap/$ev" ] || fail "the kernel has no $ev tracepoint"
+done
+trace_on() {
+	echo >"$T/trace"
+	echo 1 >"$T/events/pbitmap/pbitmap_plan_read/enable"
+	echo 1 >"$T/events/pbitmap/pbitmap_plan_paced/enable"
+	echo 1 >"$T/tracing_on"
+}
+trace_off() {
+	echo 0 >"$T/events/pbitmap/pbitmap_plan_read/enable" 2>/dev/null
+	echo 0 >"$T/events/pbitmap/pbitmap_plan_paced/enable" 2>/dev/null
+	return 0
+}
+inflight0=$(cat /proc/sys/vm/pbitmap_plan_inflight_kb)
+trap 'trace_off; echo "$inflight0" >/proc/sys/vm/pbitmap_plan_inflight_kb; learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
+
+cat >big.c <<'EOF'
+__attribute__((aligned(4096))) const unsigned char blob[16 << 20] = { 1 };
+unsigned long touch(unsigned long page)
+{
+	return ((const volatile unsigned char *)blob)[page << 12];
+}
+EOF
+gcc -O1 -shared -fPIC -o libbig.so big.c || fail "cannot build libbig.so"
+cat >prog.c <<'EOF'
+#include <stdio.h>
+unsigned long touch(unsigned long page);
+int main(void)
+{
+	unsigned long s = 0;
+	int i;
+
+	for (i = 99; i >= 0; i--)
+		s += touch(i * 40);
+	printf("pace %lu\n", s);
+	return 0;
+}
+EOF
+gcc -O1 -o prog prog.c -L"$W" -lbig -Wl,-rpath,"$W" || fail "cannot build prog"
+rm -f ./*.c
+./prog >want.out || fail "prog does not run"
+
+printf '%s\n' "$W/prog" "$W/libbig.so" >pace.files
+pbitmap add -q libbig.so || fail "cannot stamp libbig.so"
+pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
+cold_learn pace ./prog
+sync
+echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
+echo 1 >/proc/sys/vm/pbitmap_learn
+cold_cond on
+cold_run learning learning.out ./prog
+learn_flush
+learn_reset
+cmp -s learning.out want.out || fail "the learning run: $(cat learning.out)"
+pbitmap show prog | grep -qE "^ *plan +[0-9]+ files" || fail "no plan learned: $(pbitmap show prog)"
+
+# check_trace FILE PACED: the batch's runs, who submitted them, and the
+# pbitmap_plan_paced event; PACED is yes, no or stopped.
+check_trace() {
+	python3 - "$1" "$2" <<'PY'
+import re, sys
+lines = open(sys.argv[1]).read().splitlines()
+paced = sys.argv[2]
+runs = []
+for l in lines:
+    m = re.match(r"\s*(\S+)-\d+\s.*pbitmap_plan_read: .* rank=(\d+)", l)
+    if m:
+        runs.append((m.group(1), int(m.group(2))))
+ends = [re.search(r"runs=(\d+) done=(\d+) pages=\d+ stopped=(\d)", l)
+        for l in lines if "pbitmap_plan_paced:" in l]
+ends = [tuple(int(x) for x in m.groups()) for m in ends if m]
+if not runs:
+    sys.exit("no pbitmap_plan_read event")
+ranks = [r for _, r in runs]
+if ranks != sorted(ranks):
+    sys.exit("runs submitted out of rank order: %s" % ranks)
+at_exec = sum(1 for who, _ in runs if who == "prog")
+workers = sum(1 for who, _ in runs if who.startswith("kworker"))
+if at_exec + workers != len(runs):
+    sys.exit("runs submitted by others than prog and a kworker: %s" % sorted({w for w, _ in runs}))
+if paced == "no":
+    if workers or ends:
+        sys.exit("paced with vm.pbitmap_plan_inflight_kb=0: %d runs from a kworker, events %s"
+                 % (workers, ends))
+    print("unpaced: all %d runs submitted at exec" % len(runs))
+    sys.exit(0)
+if not 1 <= at_exec <= 16 or at_exec >= len(runs):
+    sys.exit("exec submitted %d of %d runs, want 1 to 16 and not all" % (at_exec, len(runs)))
+if len(ends) != 1:
+    sys.exit("%d pbitmap_plan_paced events, want 1" % len(ends))
+nr, done, stopped = ends[0]
+if paced == "yes" and (stopped or done != nr or nr != len(runs)):
+    sys.exit("paced batch: runs=%d done=%d stopped=%d, %d runs traced" % (nr, done, stopped, len(runs)))
+if paced == "stopped" and (not stopped or done >= nr):
+    sys.exit("killed program's batch: runs=%d done=%d stopped=%d" % (nr, done, stopped))
+print("paced: %d runs at exec, %d by a kworker, event runs=%d done=%d stopped=%d"
+      % (at_exec, workers, nr, done, stopped))
+PY
+}
+
+# Paced, by default.
+trace_on
+p0=$(vmstat_counter pbitmap_plan_exec)
+q0=$(vmstat_counter pbitmap_plan_paced)
+s0=$(vmstat_counter pbitmap_plan_pace_stopped)
+cold_run paced paced.out ./prog
+sleep 1	# the worker's event, after the program's own end
+trace_off
+cp "$T/trace" paced.trace
+cmp -s paced.out want.out || fail "the paced run: $(cat paced.out)"
+[ "$(vmstat_delta pbitmap_plan_exec "$p0")" = 1 ] || fail "the plan was not followed"
+[ "$(vmstat_delta pbitmap_plan_paced "$q0")" = 1 ] ||
+	fail "plan_paced $(vmstat_delta pbitmap_plan_paced "$q0"), want 1"
+[ "$(vmstat_delta pbitmap_plan_pace_stopped "$s0")" = 0 ] || fail "the paced batch stopped"
+check_trace paced.trace yes || fail "the paced batch"
+echo "ok: exec submits what fits in flight, a worker the rest, in the plan's order"
+
+# Killed while the worker has runs left.
+sleep 1.1	# past the repeat window
+sync
+echo 3 >/proc/sys/vm/drop_caches
+trace_on
+p0=$(vmstat_counter pbitmap_plan_exec)
+s0=$(vmstat_counter pbitmap_plan_pace_stopped)
+rc=0
+timeout -s KILL 0.3 ./prog >/dev/null || rc=$?
+[ "$rc" = 137 ] || fail "prog was not killed by timeout (status $rc): it ran in under 0.3 s"
+reads_settle
+sleep 1
+trace_off
+cp "$T/trace" killed.trace
+[ "$(vmstat_delta pbitmap_plan_exec "$p0")" = 1 ] || fail "the killed run did not follow the plan"
+[ "$(vmstat_delta pbitmap_plan_pace_stopped "$s0")" = 1 ] ||
+	fail "plan_pace_stopped $(vmstat_delta pbitmap_plan_pace_stopped "$s0"), want 1"
+check_trace killed.trace stopped || fail "the killed program's batch"
+echo "ok: the worker stops when the program is killed"
+
+# No pacing.
+echo 0 >/proc/sys/vm/pbitmap_plan_inflight_kb
+sleep 1.1
+trace_on
+q0=$(vmstat_counter pbitmap_plan_paced)
+cold_run unpaced unpaced.out ./prog
+trace_off
+cp "$T/trace" unpaced.trace
+cmp -s unpaced.out want.out || fail "the unpaced run: $(cat unpaced.out)"
+[ "$(vmstat_delta pbitmap_plan_paced "$q0")" = 0 ] ||
+	fail "plan_paced $(vmstat_delta pbitmap_plan_paced "$q0") with vm.pbitmap_plan_inflight_kb=0"
+check_trace unpaced.trace no || fail "the unpaced batch"
+echo "$inflight0" >/proc/sys/vm/pbitmap_plan_inflight_kb
+cold_medians
+cold_reset
+echo "PASS: t-plan-pace"
