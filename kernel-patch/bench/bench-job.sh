@@ -29,9 +29,10 @@
 #            same runs followed at exec (vm.pbitmap_plan=1): the workloads'
 #            executables carry a plan area of PLAN_SIZE bytes (64K) in the
 #            second tree (issue 25)
-#   plan-burst  plan with its batch submitted whole at exec, not paced
-#            (vm.pbitmap_plan_inflight_kb=0; every other condition has -1,
-#            the bound from the device): pacing and the burst side by side
+#   plan-paced  plan with its batch paced to the device
+#            (vm.pbitmap_plan_inflight_kb=-1, the bound from the device;
+#            every other condition has 0, the default: the batch whole at
+#            exec): pacing and the whole batch side by side
 #   plan-gap256  plan with the fixed 256 KiB merge gap of the series before
 #            its device cost model (vm.pbitmap_merge_gap_kb=256; every other
 #            condition has -1, the gap from the device): the model and the
@@ -89,7 +90,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-burst | plan-gap256 | pressure-plan) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-gap256 | pressure-plan) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -229,7 +230,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=-1 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -238,7 +239,7 @@ set_condition() {
 	exec) en=1 mmap=0 ;;
 	full | learned | pressure) en=1 ;;
 	plan | pressure-plan) en=1 plan=1 ;;
-	plan-burst) en=1 plan=1 inflight=0 ;;
+	plan-paced) en=1 plan=1 inflight=-1 ;;
 	plan-gap256) en=1 plan=1 gap=256 ;;
 	*) die "unknown condition $1" ;;
 	esac

@@ -1,9 +1,10 @@
 #!/bin/bash
-# Guest test: a start-up plan's batch is paced (Documentation/mm/pbitmap.rst,
-# "Start-up plans"): exec submits only what fits in flight
-# (vm.pbitmap_plan_inflight_kb, by default from the device's cost model),
-# a worker submits the rest as the device serves it, in the plan's order,
-# and stops when the program is gone.
+# Guest test: a start-up plan's batch can be paced (Documentation/mm/
+# pbitmap.rst, "Start-up plans"): with vm.pbitmap_plan_inflight_kb=-1 (the
+# bound from the device's cost model) exec submits only what fits in
+# flight, a worker submits the rest as the device serves it, in the plan's
+# order, and stops when the program is gone; by default (0) the batch is
+# submitted whole at exec.
 #
 # Built in the guest: libbig.so, 16 MiB of read-only data, and prog, which
 # touches 100 of its pages, 40 pages apart (wider than any gap the guest
@@ -11,7 +12,7 @@
 # order that is not the file's.  Stamped and marked with the pages one
 # cold run faults; prog gets a plan area and one learning run its plan.
 #
-# Asserted:
+# Asserted (the first two with vm.pbitmap_plan_inflight_kb=-1):
 #   - a cold start following the plan is paced (pbitmap_plan_paced 1): exec
 #     itself submits at least one run and fewer than all, at most
 #     PBITMAP_INFLIGHT_SLOTS (16); a kworker submits every other run; all
@@ -22,8 +23,9 @@
 #     a second take about 0.7 s): the worker stops
 #     (pbitmap_plan_pace_stopped 1, its event stopped=1, fewer runs done
 #     than the batch has), and the vda reads in flight drain;
-#   - with vm.pbitmap_plan_inflight_kb=0 nothing is paced: exec submits
-#     every run (pbitmap_plan_paced 0, no run from a kworker).
+#   - vm.pbitmap_plan_inflight_kb is 0 by default, and then nothing is
+#     paced: exec submits every run (pbitmap_plan_paced 0, no run from a
+#     kworker).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 # shellcheck source=kernel-patch/tests/coldlib.sh
@@ -50,6 +52,7 @@ trace_off() {
 	return 0
 }
 inflight0=$(cat /proc/sys/vm/pbitmap_plan_inflight_kb)
+[ "$inflight0" = 0 ] || fail "vm.pbitmap_plan_inflight_kb is $inflight0 at boot, not 0 (pacing off)"
 trap 'trace_off; echo "$inflight0" >/proc/sys/vm/pbitmap_plan_inflight_kb; learn_reset; cold_reset; cd /; rm -rf "$W"' EXIT
 
 cat >big.c <<'EOF'
@@ -136,7 +139,8 @@ print("paced: %d runs at exec, %d by a kworker, event runs=%d done=%d stopped=%d
 PY
 }
 
-# Paced, by default.
+# Paced, with the bound from the device.
+echo -1 >/proc/sys/vm/pbitmap_plan_inflight_kb
 trace_on
 p0=$(vmstat_counter pbitmap_plan_exec)
 q0=$(vmstat_counter pbitmap_plan_paced)
@@ -173,7 +177,7 @@ cp "$T/trace" killed.trace
 check_trace killed.trace stopped || fail "the killed program's batch"
 echo "ok: the worker stops when the program is killed"
 
-# No pacing.
+# No pacing: the default.
 echo 0 >/proc/sys/vm/pbitmap_plan_inflight_kb
 sleep 1.1
 trace_on
