@@ -223,23 +223,42 @@ void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigne
 }
 
 /*
- * The program's own marked pages, first: its record found through its
- * marker (one attribute look-up, one read; no ELF parsing on a start-up's
- * critical path).  0, or PB_NONE for a record the kernel would refuse too.
+ * The program's marked pages, from its record @rec, within what is left of
+ * the budget: first, or after its plan when the plan was to read them and
+ * did not (exec_child()).
  */
-static int exe_pages(int fd, struct pb_record *rec, const struct stat *st,
-		     struct pb_exec_prefetch *p)
+static void exe_pages(int fd, const struct pb_record *rec, struct pb_exec_prefetch *p)
 {
 	uint64_t extents, bytes;
 
-	if (pb_marker_record(fd, st, rec))
-		return PB_NONE;
-	if (pb_willneed(fd, rec, le64toh(pb_hdr(rec)->content_size), p->gap, p->budget,
-			&extents, &bytes))
-		return 0;
+	/* spent (only after a plan, which counted what it left out): 0 is no limit */
+	if (p->budget && p->bytes >= p->budget)
+		return;
+	if (pb_willneed(fd, rec, le64toh(pb_hdr(rec)->content_size), p->gap,
+			p->budget ? p->budget - p->bytes : 0, &extents, &bytes))
+		return;
 	p->files++;
 	p->extents += extents;
 	p->bytes += bytes;
+}
+
+/*
+ * The program's record, found through its marker (one attribute look-up,
+ * one read; no ELF parsing on a start-up's critical path), and its own
+ * pages, first, unless a plan the exec follows lists the program: that
+ * plan reads them in their place in its order (read first as well, they
+ * would be read twice, and ahead of pages the start-up needs before
+ * them).  0, or PB_NONE for a record the kernel would refuse too.
+ */
+static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record *rec,
+		      struct pb_exec_prefetch *p)
+{
+	if (pb_marker_record(fd, st, rec))
+		return PB_NONE;
+	if (!gone)	/* gone: its plan is not followed */
+		p->exe_entry = pb_exec_plan_entry(rec, fd);
+	if (p->exe_entry < 0)
+		exe_pages(fd, rec, p);
 	return 0;
 }
 
@@ -276,11 +295,14 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
 /*
  * One stamped exec: the task taken (before any read, while it runs), the
  * program's own pages read (they are needed first), then, in its root
- * and as its user, its plan or its libraries.
+ * and as its user, its plan or its libraries.  The pages left to a plan
+ * (exe_record()) that then is not followed, or does not read them all,
+ * are read after it, as the kernel reads them.
  */
 void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 {
-	struct report r = { .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid) } };
+	struct report r = { .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid),
+				   .exe_entry = -1 } };
 	struct pb_record rec = { 0 };
 	static struct task t;
 	bool script = false;
@@ -295,7 +317,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 		child_report(report_fd, &r);
 	}
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
-	ret = fstat(exe_fd, &st) ? PB_FAIL : exe_pages(exe_fd, &rec, &st, &r.p);
+	ret = fstat(exe_fd, &st) ? PB_FAIL : exe_record(exe_fd, &st, r.gone, &rec, &r.p);
 	if (!ret) {	/* for the parent: whose runs of it may be learned */
 		r.has_record = true;
 		r.rec_flags = le32toh(pb_hdr(&rec)->flags);
@@ -319,6 +341,8 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 			ret = pb_exec_rest(&rec, &st, t.exe, &r.p);
 		}
 	}
+	if (r.p.exe_entry >= 0 && !r.p.exe_planned)
+		exe_pages(exe_fd, &rec, &r.p);
 	if (pb_verbose && r.gone)	/* no name in its root: the name here */
 		task_path(getpid(), exe_fd, t.exe, sizeof(t.exe));
 	if (pb_verbose)

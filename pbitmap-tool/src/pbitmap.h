@@ -671,8 +671,11 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 struct pb_exec_prefetch {
 	uint64_t gap;		/* join ranges less than this many bytes apart */
 	uint64_t budget;	/* read at most about this many bytes */
+	int exe_entry;		/* its plan's entry naming the executable
+				 * (pb_exec_plan_entry()), -1: none */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
+	bool exe_planned;	/* and read every run of @exe_entry */
 	uint64_t files, extents, bytes;
 	uint64_t skip_mismatch;	/* a plan's path led to another file */
 	uint64_t skip_fs;	/* a look-up would have left the local filesystems */
@@ -680,12 +683,20 @@ struct pb_exec_prefetch {
 	uint64_t skip_budget;	/* files left out: the budget was spent */
 };
 /*
+ * The entry of the plan in @r, the record of the file open as @fd, that
+ * names that file (device, inode, generation, size), when an exec follows
+ * the plan; else -1.  Such a plan reads the program's own pages in their
+ * place in its order: its caller does not read them first.
+ */
+int pb_exec_plan_entry(const struct pb_record *r, int fd);
+/*
  * The rest of an exec's read-ahead, once the program's own pages are on
- * their way (its record @r, empty when refused; @st its fstat()), in the task's root with its
- * credentials (@exe: its path there): the plan in @r when it has one,
- * else the objects ld.so will map for it, ignoring the environment (the
- * daemon's, not the program's).  Returns 0, or PB_NONE when @exe no
- * longer leads to that file.
+ * their way or left to its plan (@p->exe_entry) (its record @r, empty
+ * when refused; @st its fstat()), in the task's root with its credentials
+ * (@exe: its path there): the plan in @r when it has one, else the
+ * objects ld.so will map for it, ignoring the environment (the daemon's,
+ * not the program's).  Returns 0, or PB_NONE when @exe no longer leads to
+ * that file.
  */
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
 		 struct pb_exec_prefetch *p);

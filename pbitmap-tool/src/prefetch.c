@@ -1063,6 +1063,34 @@ static void prefetch_closure(struct loadset *ls, const char *exe)
 
 /* ---- pbitmapd: an exec's prefetch ---------------------------------------- */
 
+/* A file's identity as a plan's entry gives it (docs/FORMAT.md, "Identity"). */
+struct plan_identity {
+	uint64_t ino, size;
+	uint32_t dev, generation;
+};
+
+/* The identity of the regular file open as @fd: 0, or -1 when it is none. */
+static int plan_identity(int fd, struct plan_identity *id)
+{
+	struct stat st;
+	int gen;
+
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
+		return -1;
+	if (ioctl(fd, FS_IOC_GETVERSION, &gen))
+		gen = 0;	/* no generations here: the kernel sees 0 too */
+	*id = (struct plan_identity){ .ino = (uint64_t)st.st_ino, .size = (uint64_t)st.st_size,
+				      .dev = (uint32_t)st.st_dev, .generation = (uint32_t)gen };
+	return 0;
+}
+
+/* Whether entry @pf names the file of identity @id: the kernel's rule. */
+static bool plan_names(const struct pbitmap_plan_file *pf, const struct plan_identity *id)
+{
+	return id->dev == le32toh(pf->dev) && id->ino == le64toh(pf->ino) &&
+	       id->size == le64toh(pf->size) && id->generation == le32toh(pf->generation);
+}
+
 /*
  * Open the plan's file @i if its path leads, as the exec'ing task looks it
  * up (the caller is in its root, with its credentials), to the very file
@@ -1071,11 +1099,10 @@ static void prefetch_closure(struct loadset *ls, const char *exe)
  */
 static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_prefetch *p)
 {
-	const struct pbitmap_plan_file *pf = &v->files[i];
-	struct stat st;
-	int fd, gen;
+	struct plan_identity id;
+	int fd;
 
-	fd = pb_path_open_plan(v->names + le32toh(pf->name));
+	fd = pb_path_open_plan(v->names + le32toh(v->files[i].name));
 	if (fd < 0) {
 		if (errno == EXDEV)
 			p->skip_fs++;
@@ -1085,16 +1112,34 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 			p->skip_mismatch++;
 		return -1;
 	}
-	if (ioctl(fd, FS_IOC_GETVERSION, &gen))
-		gen = 0;	/* no generations here: the kernel sees 0 too */
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    (uint32_t)st.st_dev != le32toh(pf->dev) || (uint64_t)st.st_ino != le64toh(pf->ino) ||
-	    (uint64_t)st.st_size != le64toh(pf->size) || (uint32_t)gen != le32toh(pf->generation)) {
+	if (plan_identity(fd, &id) || !plan_names(&v->files[i], &id)) {
 		close(fd);
 		p->skip_mismatch++;
 		return -1;
 	}
 	return fd;
+}
+
+/*
+ * Submit run @r of the file open as @fd, within the budget: true if it
+ * was.  A run that does not fit, or that the kernel refuses, ends the
+ * file's reads (*@left, its runs still to come, 0).
+ */
+static bool plan_read_run(const struct pb_plan_run *r, int fd, uint32_t *left,
+			  struct pb_exec_prefetch *p)
+{
+	if (p->budget && p->bytes + r->length > p->budget) {
+		p->skip_budget++;	/* the rest of this file */
+		*left = 0;
+		return false;
+	}
+	if (posix_fadvise(fd, (off_t)r->offset, (off_t)r->length, POSIX_FADV_WILLNEED)) {
+		*left = 0;
+		return false;
+	}
+	p->extents++;
+	p->bytes += r->length;
+	return true;
 }
 
 /*
@@ -1104,6 +1149,8 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
  * steps' own).  Runs of different files may alternate, so a file is
  * opened at its first run and kept open until its last.  A file whose
  * run does not fit in what is left of the budget is left out from there.
+ * @p->exe_planned says whether every run of the executable's entry
+ * (@p->exe_entry) was submitted: if not, its caller reads its pages.
  */
 static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch *p)
 {
@@ -1111,6 +1158,7 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 	struct pb_plan_run *runs;
 	uint32_t nr_runs, *left;
 	struct rlimit nofile;
+	bool exe_whole = true;
 	int *fds;
 
 	if (pb_plan_runs(v, p->gap, &runs, &nr_runs))
@@ -1136,6 +1184,7 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 	for (uint32_t i = 0; i < nr_runs; i++) {
 		const struct pb_plan_run *r = &runs[i];
 		int *fd = &fds[r->file];
+		bool sent = false;
 
 		left[r->file]--;
 		if (*fd == UNOPENED) {
@@ -1148,25 +1197,41 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 				*fd = LEFT_OUT;
 			}
 		}
-		if (*fd < 0)
-			continue;
-		if (p->budget && p->bytes + r->length > p->budget) {
-			p->skip_budget++;	/* the rest of this file */
-			left[r->file] = 0;
-		} else if (posix_fadvise(*fd, (off_t)r->offset, (off_t)r->length,
-					 POSIX_FADV_WILLNEED)) {
-			left[r->file] = 0;
-		} else {
-			p->extents++;
-			p->bytes += r->length;
-		}
-		if (!left[r->file]) {
+		if (*fd >= 0)
+			sent = plan_read_run(r, *fd, &left[r->file], p);
+		if (!sent && (int64_t)r->file == p->exe_entry)
+			exe_whole = false;
+		if (*fd >= 0 && !left[r->file]) {
 			close(*fd);
 			*fd = LEFT_OUT;
 		}
 	}
+	p->exe_planned = exe_whole;
 	free(fds);	/* each file's descriptor was closed at its last run */
 	free(runs);
+}
+
+/* Whether an exec follows @r's plan: a valid one, not empty; read into @v. */
+static bool exec_plan(const struct pb_record *r, struct pb_plan_view *v)
+{
+	size_t size = 0;
+	/* no record (a refused one): no plan */
+	unsigned char *area = r->buf ? pb_plan_area(r, &size) : NULL;
+
+	return area && !pb_plan_check(area, size) && pb_plan_read(area, size, v);
+}
+
+int pb_exec_plan_entry(const struct pb_record *r, int fd)
+{
+	struct plan_identity id;
+	struct pb_plan_view v;
+
+	if (!exec_plan(r, &v) || plan_identity(fd, &id))
+		return -1;
+	for (uint32_t i = 0; i < v.nr_files; i++)
+		if (plan_names(&v.files[i], &id))
+			return (int)i;	/* canonical: no other entry names it */
+	return -1;
 }
 
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
@@ -1174,14 +1239,11 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 {
 	struct loadset ls = { .gap = p->gap, .budget = p->budget, .secure = true,
 			      .exe_done = true, .bytes = p->bytes };
-	unsigned char *area;
 	struct pb_plan_view v;
-	size_t size = 0;
 	int ret = 0;
 
 	elf_version(EV_CURRENT);
-	area = r->buf ? pb_plan_area(r, &size) : NULL;	/* no record: no plan */
-	p->plan = area && !pb_plan_check(area, size) && pb_plan_read(area, size, &v);
+	p->plan = exec_plan(r, &v);
 	if (p->plan) {
 		prefetch_plan(&v, p);
 		return 0;

@@ -1,9 +1,9 @@
 #!/bin/bash
 # t-daemon-plan: the order pbitmapd reads a start-up plan in (docs/FORMAT.md,
-# "Start-up plan"), under ASan/UBSan on this host's kernel, its
-# posix_fadvise() calls seen by strace.
+# "Start-up plan"), and a program its own plan lists, under ASan/UBSan on
+# this host's kernel, its posix_fadvise() calls seen by strace.
 #
-# Two copies of /bin/sleep planned with the same files: A, a copy of libc
+# Copies of /bin/sleep planned with the same files: A, a copy of libc
 # marked at pages 0-1, 3-4 and 200-201, and B, a small unstamped file (one
 # step, whole).  The steps: 0 = A 0-1, 1 = A 3-4, 2 = A 200-201, 3 = B.
 # Across the 64 KiB gap steps 0 and 1 join into one run, A 0-4; step 2
@@ -14,17 +14,33 @@
 #     run's smallest position in the table), the first-needed first: B
 #     (rank 0), A 0-4 (rank 1: step 1's, though step 0 comes last), A
 #     200-201 (rank 2);
+#   - a plan that lists its own executable (as learned plans do; its entry
+#     given the executable's identity by tests/lib/plan_identity.py): self,
+#     marked at pages 0-1, planned as self, A, B with the order table
+#     4,0,1,2,3 (step 0 = self 0-1, then A's three, 4 = B).  The program's
+#     own pages are read once, by the plan, in their place in the order: B,
+#     self 0-1, A 0-4, A 200-201 (not self 0-1 first and again);
+#   - stale, planned the same way, then replaced by a copy of itself (a new
+#     inode at the same path): the plan's entry no longer matches, the
+#     daemon reads the program's own pages first, as without such an
+#     entry, and the plan skips the entry: stale 0-1, B, A 0-4, A 200-201;
+#   - exec-only, planned as self, mode 0711, run by nobody: the plan lists
+#     it, but its user may not open it by its path (as the kernel, the
+#     daemon opens a plan's files as the exec'ing user): the plan reads
+#     the rest, and the program's own pages are read after it: B, A 0-4, A
+#     200-201, exec-only 0-1;
 #   - each program's log line says "plan"; SIGTERM ends the daemon with 0
 #     and no sanitizer report (not a leak check: LeakSanitizer does not
 #     run under ptrace; t-daemon has one).
 
 source "$(dirname "$0")/../lib.sh"
-need timeout stat strace ldd
+need timeout stat strace ldd setpriv
 PBITMAPD=$TOP/build/asan/pbitmapd
 [[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
 [[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
+chmod 755 "$(dirname "$d")" "$d"	# for nobody, who runs exec-only
 cd "$d" || fail "cd $d"
 [[ $(stat -f -c %T "$d") != tmpfs ]] ||
 	fail "$d is on tmpfs, which pbitmapd does not watch; set TMPDIR to a directory on a disk"
@@ -39,7 +55,20 @@ for p in in-order by-table; do
 	"$PBITMAP" add -q --plan-size 4K "$p" && "$PBITMAP" plan "$p" A.so B || fail "cannot plan $p"
 done
 python3 "$TOP/tests/lib/plan_order.py" by-table 3,1,2,0 || fail "cannot add the order table"
-expect_status 0 "$PBITMAP" verify in-order by-table
+for p in self stale exec-only; do
+	cp /bin/sleep "$p" && "$PBITMAP" add -q --plan-size 4K "$p" &&
+		"$PBITMAP" set -q --pages 0-1 "$p" && "$PBITMAP" plan "$p" "$p" A.so B ||
+		fail "cannot plan $p"
+	python3 "$TOP/tests/lib/plan_order.py" "$p" 4,0,1,2,3 &&
+		python3 "$TOP/tests/lib/plan_identity.py" "$p" 0 ||
+		fail "cannot give $p's plan an order table and its own identity"
+done
+ino=$(stat -c %i stale)
+cp --preserve=xattr stale stale.new && mv stale.new stale || fail "cannot replace stale"
+[[ $(stat -c %i stale) != "$ino" ]] || fail "stale's copy kept its inode"
+chmod 711 exec-only || fail "chmod exec-only"
+expect_status 0 "$PBITMAP" verify in-order by-table self stale exec-only
+programs=(in-order by-table self stale exec-only)
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\n' >on.conf
 # LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
@@ -50,15 +79,19 @@ at_exit "kill $spid"
 for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
 [[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
 dpid=$(awk '$1 == "pid" { print $2 }' status)
-for p in in-order by-table; do
-	"./$p" 2 || fail "$p does not run under the daemon"	# running while the daemon takes it
+for p in "${programs[@]}"; do
+	as=()
+	[[ $p == exec-only ]] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+	"${as[@]}" "./$p" 2 || fail "$p does not run under the daemon"	# running while the daemon takes it
 done
 planned() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: plan, " daemon.log; }
 for _ in $(seq 200); do
-	[[ $(planned in-order) == 1 && $(planned by-table) == 1 ]] && break
+	n=0
+	for p in "${programs[@]}"; do [[ $(planned "$p") == 1 ]] && n=$((n + 1)); done
+	((n == ${#programs[@]})) && break
 	sleep 0.1
 done
-for p in in-order by-table; do
+for p in "${programs[@]}"; do
 	[[ $(planned "$p") == 1 ]] || fail "$p was not read ahead through its plan: $(cat daemon.log)"
 done
 kill -TERM "$dpid"
@@ -68,14 +101,16 @@ wait "$spid" || rc=$?
 if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
 
 # "PID fadvise64(FD</path>, OFFSET, LENGTH, POSIX_FADV_WILLNEED) = 0": the
-# reads of A.so and B, in order, as "NAME OFFSET LENGTH" lines per process.
+# reads of A.so, B, self, stale and exec-only, in order, as "NAME OFFSET
+# LENGTH" lines per process.
 reads() {
 	python3 - trace "$d" <<'EOF'
 import re, sys
 per_pid = {}
+names = [sys.argv[2] + "/" + n for n in ("A.so", "B", "self", "stale", "exec-only")]
 for line in open(sys.argv[1]):
     m = re.match(r"(\d+) +fadvise64\(\d+<([^>]*)>, (\d+), (\d+), POSIX_FADV_WILLNEED\) = 0", line)
-    if m and m.group(2) in (sys.argv[2] + "/A.so", sys.argv[2] + "/B"):
+    if m and m.group(2) in names:
         per_pid.setdefault(m.group(1), []).append(
             "%s %s %s" % (m.group(2).rsplit("/", 1)[1], m.group(3), m.group(4)))
 for reads in per_pid.values():
@@ -90,3 +125,14 @@ grep -qxF "$in_order" <<<"$got" ||
 grep -qxF "$by_table" <<<"$got" ||
 	fail "with the order table 3,1,2,0: want '$by_table', the processes read: $got"
 pass "pbitmapd reads a plan's runs in the steps' order without a table, by the table's ranks with one"
+self="B 0 12288;self 0 8192;A.so 0 20480;A.so 819200 8192"
+stale="stale 0 8192;B 0 12288;A.so 0 20480;A.so 819200 8192"
+exec_only="B 0 12288;A.so 0 20480;A.so 819200 8192;exec-only 0 8192"
+grep -qxF "$self" <<<"$got" ||
+	fail "a plan listing its executable: want '$self' (its pages once, in order), read: $got"
+grep -qxF "$stale" <<<"$got" ||
+	fail "a stale entry for the executable: want '$stale', the processes read: $got"
+grep -qxF "$exec_only" <<<"$got" ||
+	fail "a plan that cannot open its executable: want '$exec_only', read: $got"
+pass "an executable its plan lists is read once, in the plan's order; first when its entry is stale," \
+	"after the plan when the plan cannot open it"
