@@ -11,7 +11,8 @@
 # On an ext4 with the verity feature, three rounds: a learner maps a
 # stamped program with a 64 MiB section of its own (so that hashing takes
 # seconds under TCG) and stays in its window; with the cache dropped,
-# fsverity enable starts; while it hashes (asserted: the flush returns
+# fsverity enable starts; once it is inside FS_IOC_ENABLE_VERITY
+# (/proc/PID/syscall) and while it hashes (asserted: the flush returns
 # before enable does) vm.pbitmap_learn_flush writes the pending set back.  Asserts:
 # nothing written (pbitmap_learn_written +0) and the skip counted as
 # integrity (pbitmap_learn_skip_integrity +1) each round; verity is on;
@@ -77,7 +78,20 @@ for round in 1 2 3; do
 	t0=$(date +%s%N)
 	fsverity enable $f >enable.out 2>&1 &
 	enabler=$!
-	sleep 0.5
+	# Flush once fsverity is inside FS_IOC_ENABLE_VERITY (ioctl, 16;
+	# _IOW('f', 133, struct fsverity_enable_arg)), not after a fixed
+	# sleep: its own cold start after the drop took over a second on a
+	# loaded host, and a flush before the ioctl may write.
+	nr=""
+	for _ in $(seq 600); do
+		read -r nr _ arg _ <"/proc/$enabler/syscall" 2>/dev/null || nr=""
+		[ "$nr" = 16 ] && [ "$arg" = 0x40806685 ] && break
+		nr=""
+		kill -0 $enabler 2>/dev/null || break
+		sleep 0.05
+	done
+	[ "$nr" = 16 ] || fail "round $round: fsverity enable was not seen in FS_IOC_ENABLE_VERITY within 30 s"
+	sleep 0.3
 	echo 1 >$VM/pbitmap_learn_flush
 	t_flush=$(date +%s%N)
 	kill -0 $enabler 2>/dev/null || fail "round $round: fsverity enable ended before the flush: the hash window was not tested"
