@@ -44,6 +44,9 @@
 #   learn_reset             learning off, its intervals and window at their
 #                           defaults (the learning tests' EXIT traps)
 #   learn_flush             write back what the kernel learned, now
+#   learn_one_run CMD...    one cold run of CMD with vm.pbitmap_learn=1 and no
+#                           learning interval, its sets written back, then
+#                           learning reset; its stdout must equal want.out
 #   runs_of FILE            the runs (generations written) of FILE's record
 #   vmstat_delta NAME N     how much the /proc/vmstat counter NAME grew since
 #                           it read N
@@ -70,6 +73,16 @@ learn_reset() {
 
 learn_flush() {
 	echo 1 >/proc/sys/vm/pbitmap_learn_flush || fail "cannot write vm.pbitmap_learn_flush"
+}
+
+learn_one_run() {
+	echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
+	echo 1 >/proc/sys/vm/pbitmap_learn
+	cold_cond on
+	cold_run learning learning.out "$@"
+	learn_flush
+	learn_reset
+	cmp -s learning.out want.out || fail "the learning run: $(cat learning.out)"
 }
 
 runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }

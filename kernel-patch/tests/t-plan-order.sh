@@ -125,13 +125,7 @@ cold_learn order ./prog
 sync
 
 # Learn the plan from one cold run.
-echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
-echo 1 >/proc/sys/vm/pbitmap_learn
-cold_cond on
-cold_run learning learning.out ./prog
-learn_flush
-learn_reset
-cmp -s learning.out want.out || fail "the learning run: $(cat learning.out)"
+learn_one_run ./prog
 pbitmap show --json prog >plan.json || fail "pbitmap show prog"
 python3 - plan.json "$W/prog" "${touches[@]}" <<'PY' || fail "the learned plan: $(pbitmap show prog | sed -n '/plan/,$p')"
 import json, sys

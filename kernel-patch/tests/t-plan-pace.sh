@@ -86,13 +86,7 @@ pbitmap add -q libbig.so || fail "cannot stamp libbig.so"
 pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
 cold_learn pace ./prog
 sync
-echo 0 >/proc/sys/vm/pbitmap_learn_interval_s
-echo 1 >/proc/sys/vm/pbitmap_learn
-cold_cond on
-cold_run learning learning.out ./prog
-learn_flush
-learn_reset
-cmp -s learning.out want.out || fail "the learning run: $(cat learning.out)"
+learn_one_run ./prog
 pbitmap show prog | grep -qE "^ *plan +[0-9]+ files" || fail "no plan learned: $(pbitmap show prog)"
 
 # check_trace FILE PACED: the batch's runs, who submitted them, and the

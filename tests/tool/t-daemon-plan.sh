@@ -118,21 +118,17 @@ for reads in per_pid.values():
 EOF
 }
 got=$(reads) || fail "cannot parse the trace"
-in_order="A.so 0 20480;A.so 819200 8192;B 0 12288"
-by_table="B 0 12288;A.so 0 20480;A.so 819200 8192"
-grep -qxF "$in_order" <<<"$got" ||
-	fail "without an order table: want '$in_order', the processes read: $got"
-grep -qxF "$by_table" <<<"$got" ||
-	fail "with the order table 3,1,2,0: want '$by_table', the processes read: $got"
+# want_read CASE READS: one process of the daemon read exactly READS.
+want_read() {
+	grep -qxF "$2" <<<"$got" || fail "$1: want '$2', the processes read: $got"
+}
+want_read "without an order table" "A.so 0 20480;A.so 819200 8192;B 0 12288"
+want_read "with the order table 3,1,2,0" "B 0 12288;A.so 0 20480;A.so 819200 8192"
 pass "pbitmapd reads a plan's runs in the steps' order without a table, by the table's ranks with one"
-self="B 0 12288;self 0 8192;A.so 0 20480;A.so 819200 8192"
-stale="stale 0 8192;B 0 12288;A.so 0 20480;A.so 819200 8192"
-exec_only="B 0 12288;A.so 0 20480;A.so 819200 8192;exec-only 0 8192"
-grep -qxF "$self" <<<"$got" ||
-	fail "a plan listing its executable: want '$self' (its pages once, in order), read: $got"
-grep -qxF "$stale" <<<"$got" ||
-	fail "a stale entry for the executable: want '$stale', the processes read: $got"
-grep -qxF "$exec_only" <<<"$got" ||
-	fail "a plan that cannot open its executable: want '$exec_only', read: $got"
+want_read "a plan listing its executable (its pages once, in order)" \
+	"B 0 12288;self 0 8192;A.so 0 20480;A.so 819200 8192"
+want_read "a stale entry for the executable" "stale 0 8192;B 0 12288;A.so 0 20480;A.so 819200 8192"
+want_read "a plan that cannot open its executable" \
+	"B 0 12288;A.so 0 20480;A.so 819200 8192;exec-only 0 8192"
 pass "an executable its plan lists is read once, in the plan's order; first when its entry is stale," \
 	"after the plan when the plan cannot open it"
