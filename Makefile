@@ -225,7 +225,8 @@ fuzz: $(FUZZ_TARGETS)
 
 # UNITDIR: where systemd looks for pbitmapd.service (Debian 12's packages:
 # /lib/systemd/system; rpm: %{_unitdir}).  The unit is installed, never
-# enabled: pbitmapd(8).
+# enabled: pbitmapd(8).  pbitmap-device-gap.service is installed enabled (a
+# link in multi-user.target.wants): the join gap a user gets by default.
 UNITDIR ?= $(PREFIX)/lib/systemd/system
 install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmapd
 	install -D -m 0755 $(BUILD)/pbitmap $(DESTDIR)$(PREFIX)/bin/pbitmap
@@ -236,6 +237,11 @@ install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmapd
 	@mkdir -p $(DESTDIR)$(UNITDIR)
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' $(TOOL_DIR)/daemon/pbitmapd.service \
 		>$(DESTDIR)$(UNITDIR)/pbitmapd.service
+	sed 's|@BINDIR@|$(PREFIX)/bin|g' $(TOOL_DIR)/pbitmap-device-gap.service \
+		>$(DESTDIR)$(UNITDIR)/pbitmap-device-gap.service
+	@mkdir -p $(DESTDIR)$(UNITDIR)/multi-user.target.wants
+	ln -sf ../pbitmap-device-gap.service \
+		$(DESTDIR)$(UNITDIR)/multi-user.target.wants/pbitmap-device-gap.service
 
 clean:
 	rm -rf $(BUILD)

@@ -33,10 +33,14 @@
 #            (vm.pbitmap_plan_inflight_kb=-1, the bound from the device;
 #            every other condition has 0, the default: the batch whole at
 #            exec): pacing and the whole batch side by side
-#   plan-gap256  plan with the fixed 256 KiB merge gap of the series before
-#            its device cost model (vm.pbitmap_merge_gap_kb=256; every other
-#            condition has -1, the gap from the device): the model and the
-#            fixed gap side by side in one run
+#   plan-gapN  plan with a fixed N KiB merge gap (vm.pbitmap_merge_gap_kb=N;
+#            every other condition has -1, the gap from the device): the
+#            model and a fixed gap side by side in one run; plan-gap256 is
+#            the series' gap before its device cost model
+#   plan-probed  plan with the gap `pbitmap device-gap` measured on the
+#            bench disk at the job's start (what pbitmap-device-gap.service
+#            sets at boot): a fixed gap where a request is worth less
+#            transfer than the kernel's model says, else the model (-1)
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
 #   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
@@ -90,7 +94,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-gap256 | pressure-plan) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-gap[0-9]* | pressure-plan) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -129,6 +133,13 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 [ "$DISK" != ebs-opt ] || [ "$io_opt" = 262144 ] ||
 	die "disk model ebs-opt: $DEV reports optimal_io_size $io_opt, not 262144"
 [ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
+# The gap `pbitmap device-gap` measures on the bench disk, as the package's
+# pbitmap-device-gap.service does at boot: condition plan-probed's.
+probe_gap=-1
+if has_condition plan-probed; then
+	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
+	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
+fi
 fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
 chroot_mounts() {	# ROOT: what a program run in ROOT needs of the live system
 	mount --bind /proc "$1/proc" && mount --bind /sys "$1/sys" &&
@@ -240,7 +251,8 @@ set_condition() {
 	full | learned | pressure) en=1 ;;
 	plan | pressure-plan) en=1 plan=1 ;;
 	plan-paced) en=1 plan=1 inflight=-1 ;;
-	plan-gap256) en=1 plan=1 gap=256 ;;
+	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
+	plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	*) die "unknown condition $1" ;;
 	esac
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early

@@ -16,6 +16,7 @@
  *   cmd-record.c record (observing CMD: observe.c, observe.h)
  *   cmd-plan.c   plan (the format: plan.c)
  *   cmd-status.c status (what pbitmapd, pbitmap-tool/daemon/, has done)
+ *   cmd-gap.c    device-gap (what a request costs on a device, in bytes)
  *   prefetch.c   prefetch, run;  rpm.c  stamp, rpm-verify
  */
 #ifndef PBITMAP_CLI_H

@@ -55,6 +55,8 @@ static const struct verb verbs[] = {
 	  "prefetch CMD, its libraries and file arguments, then exec it" },
 	{ "status", pb_cmd_status, "[--status FILE]",
 	  "what prefetches here: the kernel or pbitmapd, and pbitmapd's counters" },
+	{ "device-gap", pb_cmd_device_gap, "[--set] [--depth N] [PATH]",
+	  "measure what a read request costs on PATH's device; the join gap" },
 	{ "stamp", pb_cmd_stamp, "[--root DIR] [--dbpath DIR] (--rpm PKG...|--rpm-all)",
 	  "add bitmaps to what rpm packages installed" },
 	{ "rpm-verify", pb_cmd_rpm_verify, "[--root DIR] [--dbpath DIR] (PKG...|-a)",

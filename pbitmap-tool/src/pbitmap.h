@@ -634,6 +634,7 @@ int pb_cmd_rpm_verify(int argc, char **argv);
 int pb_cmd_record(int argc, char **argv);
 int pb_cmd_prefetch(int argc, char **argv);
 int pb_cmd_status(int argc, char **argv);
+int pb_cmd_device_gap(int argc, char **argv);
 /* Where pbitmapd keeps its counters, and `pbitmap status` reads them. */
 #define PB_DAEMON_STATUS	"/run/pbitmapd/status"
 int pb_cmd_run(int argc, char **argv);

@@ -52,6 +52,8 @@ grep -q '^pbitmap: [0-9]* files stamped' "$ERR" || fail "no stamping at configur
 pass "install pbitmap: $(grep '^pbitmap: [0-9]* files stamped' "$ERR")"
 check_pbitmapd_unit "$R" /lib/systemd/system
 pass "pbitmapd.service installed disabled, verified by systemd-analyze; pbitmap.conf leaves the daemon off"
+check_device_gap_unit "$R" /lib/systemd/system
+pass "pbitmap-device-gap.service installed enabled, verified by systemd-analyze"
 
 cd "$work" || fail "cd"
 build_tool "$TOOLBUILD_OLD" v1 || exit 1

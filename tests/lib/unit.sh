@@ -20,3 +20,23 @@ check_pbitmapd_unit() {
 	"$root/usr/sbin/pbitmapd" --check-enabled -c "$root/etc/pbitmap.conf" 2>"$ERR" || rc=$?
 	((rc == 1)) || fail "pbitmapd --check-enabled with the packaged pbitmap.conf: exit $rc, not 1: $(cat "$ERR")"
 }
+
+# check_device_gap_unit ROOT UNITDIR: pbitmap-device-gap.service as a package
+# installed it in ROOT: present, enabled (the gap a user gets by default:
+# the link a package ships in multi-user.target.wants),
+# and clean under systemd-analyze verify (a copy pointing into ROOT).
+check_device_gap_unit() {
+	local root=$1 unit=$1$2/pbitmap-device-gap.service copy state
+	need systemctl systemd-analyze
+	[[ -f $unit ]] || fail "$unit not installed"
+	# Enabled by its link in multi-user.target.wants, beside the unit.  Only
+	# the link is checked: this host's systemctl --root does not read the
+	# .wants of a vendor directory under /usr/lib (Debian's is /lib).
+	[[ $(readlink -f "$1$2/multi-user.target.wants/pbitmap-device-gap.service") == "$(readlink -f "$unit")" ]] ||
+		fail "pbitmap-device-gap.service is not enabled: no link in $2/multi-user.target.wants"
+	copy=$(tmpdir)/pbitmap-device-gap.service
+	sed "s|/usr/bin/pbitmap|$root/usr/bin/pbitmap|g" "$unit" >"$copy"
+	systemd-analyze verify --man=no "$copy" >"$ERR" 2>&1 ||
+		fail "systemd-analyze verify pbitmap-device-gap.service: $(cat "$ERR")"
+	[[ ! -s $ERR ]] || fail "systemd-analyze verify complains: $(cat "$ERR")"
+}

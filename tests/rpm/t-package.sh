@@ -70,3 +70,5 @@ grep -qx 'PBITMAP_RESTAMP=yes' "$d/etc/pbitmap.conf" || fail "pbitmap.conf does 
 pass "packaged tool: $got; macros file defines %__pbitmap_prefixes for rpm"
 check_pbitmapd_unit "$d" /usr/lib/systemd/system
 pass "pbitmapd.service packaged disabled, verified by systemd-analyze; pbitmap.conf leaves the daemon off"
+check_device_gap_unit "$d" /usr/lib/systemd/system
+pass "pbitmap-device-gap.service installed enabled, verified by systemd-analyze"

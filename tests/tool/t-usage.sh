@@ -99,7 +99,7 @@ expect_status 1 "$PBITMAP" add "$d/ima" "$d/dir"
 pass "add SKIPPED ERROR: exit 1"
 
 # ---- util-linux conventions (issue 14, item 10) -------------------------------------------
-VERBS="add strip undo digest show verify set clear merge record prefetch run stamp rpm-verify"
+VERBS="add strip undo digest show verify set clear merge record prefetch run device-gap stamp rpm-verify"
 
 # --help for every verb: its own usage on stdout, nothing on stderr, exit 0;
 # also after operands (options are permuted) and as `help VERB`.
