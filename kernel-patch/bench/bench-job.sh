@@ -41,6 +41,7 @@
 #            bench disk at the job's start (what pbitmap-device-gap.service
 #            sets at boot): a fixed gap where a request is worth less
 #            transfer than the kernel's model says, else the model (-1)
+#   plan-probed-paced  plan-probed with its batch paced (as plan-paced)
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
 #   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
@@ -94,7 +95,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-gap[0-9]* | pressure-plan) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -136,7 +137,7 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 # The gap `pbitmap device-gap` measures on the bench disk, as the package's
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
-if has_condition plan-probed; then
+if has_condition plan-probed || has_condition plan-probed-paced; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
@@ -253,6 +254,7 @@ set_condition() {
 	plan-paced) en=1 plan=1 inflight=-1 ;;
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
 	plan-probed) en=1 plan=1 gap=$probe_gap ;;
+	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	*) die "unknown condition $1" ;;
 	esac
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early

@@ -73,7 +73,7 @@ WARM = "warm"
 # Issue 12's conditions, in the order the tables list them; others follow in
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned", "plan",
-                   "plan-paced", "plan-probed", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
+                   "plan-paced", "plan-probed", "plan-probed-paced", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
                    "pressure-plan")
 # A full machine (page cache full of another file, the workload's files
 # evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`,
