@@ -304,7 +304,7 @@ def dump(path):
     npages, ps, g = h["nr_pages"], h["plane_size"], h["nr_planes"]
     check(npages == (h["content_size"] + (1 << h["page_shift"]) - 1) >> h["page_shift"], "nr_pages")
     check(ps == (npages + 63) // 64 * 8, "plane_size")
-    check(len(rec) == 128 + ps * g, "record size")
+    check(len(rec) == 128 + ps * g + h["plan_size"], "record size")
     for k, v in h.items():
         print("%s=%s" % (k, v.hex() if isinstance(v, bytes) else v))
     for line in extra:

@@ -19,11 +19,15 @@ struct add_args {
 	unsigned long stamped, already, skipped, errors, passed;
 };
 
-/* Nothing asked to change: add leaves a file that has a bitmap as it is. */
-static bool keeps_existing(const struct pb_params *p)
+/*
+ * Nothing asked to change: add leaves a file that has a bitmap as it is,
+ * unless it is an executable without a plan area, which a re-stamp gives
+ * the default one (pb_plan_size_for()).
+ */
+static bool keeps_existing(const struct pb_file *f, const struct pb_params *p)
 {
 	return !p->nr_planes && !p->threshold && !p->page_shift && !p->set_flags &&
-	       !p->set_plan;
+	       !p->set_plan && pb_plan_size_for(f, p) == le32toh(pb_hdr(&f->rec)->plan_size);
 }
 
 static int count_add(struct add_args *a, int ret, bool stamped)
@@ -69,16 +73,17 @@ static int stamp_one(const char *path, unsigned int flags, struct add_args *a)
 	stamped = !f.has_record || marker_to_restore(&f);
 	ret = pb_stamp(&f, &a->p);
 	if (!ret && pb_verbose)
-		pb_note(path, "stamped: %" PRIu64 " pages, %u generations",
-			pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes);
+		pb_note(path, "stamped: %" PRIu64 " pages, %u generations, %" PRIu32
+			"-byte plan area", pb_nr_pages(&f.rec), pb_hdr(&f.rec)->nr_planes,
+			le32toh(pb_hdr(&f.rec)->plan_size));
 	pb_close(&f);
 	return count_add(a, ret, stamped);
 }
 
 /*
  * A read-only look first: a file that keeps its bitmap (and its marker)
- * needs no write access, so a stamped program stays "already stamped"
- * while it runs.
+ * needs no write access, so a stamped file its user may not write stays
+ * "already stamped".
  */
 static int add_one(const char *path, unsigned int flags, void *arg)
 {
@@ -88,7 +93,7 @@ static int add_one(const char *path, unsigned int flags, void *arg)
 
 	if (ret)
 		return count_add(a, ret, false);
-	if (f.has_record && keeps_existing(&a->p) && !marker_to_restore(&f)) {
+	if (f.has_record && keeps_existing(&f, &a->p) && !marker_to_restore(&f)) {
 		if (f.marker == PB_MARKER_UNSUPPORTED)
 			pb_marker_warn_unsupported(&f);
 		else if (pb_verbose)

@@ -231,7 +231,7 @@ static int ehdr_to_file(Elf *elf, int cls, uint64_t shoff, size_t shnum,
  * sections asked for, with pread, so probing a file for its bitmap (as
  * 'run' does right before exec) costs no page faults of its own.
  */
-static Elf *begin(struct pb_file *f)
+static Elf *begin(const struct pb_file *f)
 {
 	elf_version(EV_CURRENT);
 	return elf_begin(f->fd, ELF_C_READ, NULL);
@@ -788,6 +788,72 @@ void pb_elf_free(struct pb_file *f)
 bool pb_elf_is_stamped(const struct pb_file *f)
 {
 	return f->elf && f->elf->pb_index;
+}
+
+/*
+ * The program headers of @elf: whether there is a PT_INTERP, and the
+ * PT_DYNAMIC segment in *@dynamic (p_type PT_NULL when there is none).
+ */
+static bool find_interp(Elf *elf, GElf_Phdr *dynamic)
+{
+	bool interp = false;
+	size_t n;
+
+	dynamic->p_type = PT_NULL;
+	if (elf_getphdrnum(elf, &n))
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Phdr p;
+
+		if (!gelf_getphdr(elf, (int)i, &p))
+			return false;
+		if (p.p_type == PT_INTERP)
+			interp = true;
+		else if (p.p_type == PT_DYNAMIC)
+			*dynamic = p;
+	}
+	return interp;
+}
+
+/* DF_1_PIE in the DT_FLAGS_1 entry of the dynamic segment @dynamic. */
+static bool flagged_pie(Elf *elf, const GElf_Phdr *dynamic)
+{
+	Elf_Data *d;
+	GElf_Dyn dyn;
+
+	if (dynamic->p_type != PT_DYNAMIC || !dynamic->p_filesz)
+		return false;
+	d = elf_getdata_rawchunk(elf, (int64_t)dynamic->p_offset, dynamic->p_filesz, ELF_T_DYN);
+	for (int i = 0; d && gelf_getdyn(d, i, &dyn) && dyn.d_tag != DT_NULL; i++)
+		if (dyn.d_tag == DT_FLAGS_1)
+			return dyn.d_un.d_val & DF_1_PIE;
+	return false;
+}
+
+/*
+ * Which ELF files get a start-up plan area by default: executables, that
+ * is ET_EXEC, or ET_DYN with a PT_INTERP program header AND DF_1_PIE set in
+ * DT_FLAGS_1 of its dynamic segment (a PIE).  Shared libraries are ET_DYN
+ * without DF_1_PIE, even those with a PT_INTERP so that they can be run
+ * (Debian 12's libc.so.6, which prints its version); so is the dynamic
+ * loader (no PT_INTERP); a static PIE (no PT_INTERP) gets none either.
+ * Anything libelf cannot read here counts as no executable.
+ */
+bool pb_elf_is_program(const struct pb_file *f)
+{
+	Elf *elf = begin(f);
+	GElf_Phdr dynamic;
+	GElf_Ehdr h;
+	bool program = false;
+
+	if (!elf)
+		return false;
+	if (gelf_getehdr(elf, &h))
+		program = h.e_type == ET_EXEC ||
+			  (h.e_type == ET_DYN && find_interp(elf, &dynamic) &&
+			   flagged_pie(elf, &dynamic));
+	elf_end(elf);
+	return program;
 }
 
 uint64_t pb_elf_content_size(const struct pb_file *f)

@@ -310,8 +310,7 @@ static void inherit_params(const struct pb_file *f, const struct pb_params *give
 		p->flags = le32toh(h->flags) & ~PBITMAP_F_XATTR;
 	if (!given->page_shift)
 		p->page_shift = h->page_shift;
-	if (!given->set_plan)
-		p->plan_size = le32toh(h->plan_size);
+	p->plan_size = pb_plan_size_for(f, given);
 	if (f->store->restamp_params)
 		f->store->restamp_params(f, given, p);
 }
@@ -341,6 +340,27 @@ static int restore_marker(struct pb_file *f)
 	return pb_marker_write(f, &m);
 }
 
+size_t pb_default_plan_size(const struct pb_file *f)
+{
+	return f->store->is_program && f->store->is_program(f) ? PB_DEFAULT_PLAN_SIZE : 0;
+}
+
+/*
+ * Without --plan-size, an executable stamped before plan areas were the
+ * default (or with --plan-size 0) gets the default area at its next
+ * re-stamp, its generations carried over; an area it has is kept as it
+ * is, never removed or shrunk.  The record cannot tell an opt-out from an
+ * older stamp: --plan-size 0 must be given again to keep a file without.
+ */
+size_t pb_plan_size_for(const struct pb_file *f, const struct pb_params *p)
+{
+	size_t have = f->has_record ? le32toh(pb_hdr(&f->rec)->plan_size) : 0;
+
+	if (p->set_plan)
+		return p->plan_size;
+	return have ? have : pb_default_plan_size(f);
+}
+
 int pb_stamp(struct pb_file *f, const struct pb_params *params)
 {
 	const struct pb_store_ops *store = f->store;
@@ -349,6 +369,8 @@ int pb_stamp(struct pb_file *f, const struct pb_params *params)
 
 	if (f->has_record)
 		inherit_params(f, params, &p);
+	else
+		p.plan_size = pb_plan_size_for(f, params);
 	apply_defaults(&p);
 	if (p.threshold > p.nr_planes)
 		return pb_error(f->path, "threshold %u is more than the %u generations",
@@ -509,6 +531,7 @@ const struct pb_store_ops pb_elf_store = {
 	.stamp = elf_stamp,
 	.make_room = elf_make_room,
 	.write = pb_elf_save,
+	.is_program = pb_elf_is_program,
 	.unstamp = elf_unstamp,
 	.content_size = pb_elf_content_size,
 	.read_original = pb_elf_read_original,

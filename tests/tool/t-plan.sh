@@ -5,7 +5,17 @@
 #
 # Asserted, with the plan parsed independently (tests/elfcheck.py plan):
 #   - add --plan-size 16K makes a version 3 record with a 16384-byte empty
-#     plan area (the stamp checked byte by byte); without it, version 2;
+#     plan area (the stamp checked byte by byte); --plan-size 0, version 2;
+#   - the default (pbitmap.1, add): an executable, ET_EXEC or a PIE (ET_DYN
+#     with PT_INTERP and DF_1_PIE), gets a 32768-byte plan area: a copy of
+#     /usr/bin/true, gcc -pie, gcc -no-pie, gcc -static; libc.so.6 (ET_DYN
+#     with PT_INTERP but no DF_1_PIE), gcc -shared, ld.so, a static PIE (no
+#     PT_INTERP) and a data file get none, and --plan-size 0 none;
+#   - an executable stamped without an area (--plan-size 0) gets the
+#     default one from a plain add FILE or add --stdin, its learned bits,
+#     generations and learning setting kept; an area it has (8K) is never
+#     shrunk or removed by a plain add or a re-stamp; a stamped library is
+#     left alone;
 #   - plan PROGRAM LIB DATA: the files in the order given, LIB with the
 #     ranges its bitmap marks, DATA (no bitmap) whole; dev, inode and size
 #     as stat says; show and verify list them;
@@ -44,7 +54,7 @@ head -c 10000 /dev/urandom >"$d/data"
 expect_status 0 "$PBITMAP" add "$d/lib.so"
 expect_status 0 "$PBITMAP" set --pages 0-3,9 "$d/lib.so"
 cp /usr/bin/ls "$d/plain"
-expect_status 0 "$PBITMAP" add "$d/plain"
+expect_status 0 "$PBITMAP" add --plan-size 0 "$d/plain"
 hdr=$($ELFCHECK header "$d/plain") || fail "elfcheck header"
 grep -qx 'version=2' <<<"$hdr" || fail "a record without a plan area is not version 2"
 
@@ -58,6 +68,101 @@ grep -q 'plan *empty (16384 bytes of room)' "$OUT" || fail "show does not say th
 expect_status 0 "$PBITMAP" verify "$d/prog"
 grep -q 'an empty plan' "$OUT" || fail "verify: $(cat "$OUT")"
 pass "add --plan-size: a version 3 record with an empty 16384-byte plan area"
+
+# plan_size FILE: what show --json says.
+plan_size() {
+	"$PBITMAP" show --json "$1" >"$d/show.json" || fail "show --json $1"
+	python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["plan_size"])' "$d/show.json"
+}
+need gcc readelf ldd
+mkdir "$d/def"
+printf 'int main(void) { return 0; }\n' >"$d/def/main.c"
+printf 'int f(void) { return 1; }\n' >"$d/def/lib.c"
+gcc -o "$d/def/pie" -fPIE -pie "$d/def/main.c" || fail "gcc -pie"
+gcc -o "$d/def/nopie" -fno-PIE -no-pie "$d/def/main.c" || fail "gcc -no-pie"
+gcc -o "$d/def/static" -static "$d/def/main.c" || fail "gcc -static"
+gcc -o "$d/def/spie" -static-pie "$d/def/main.c" || fail "gcc -static-pie"
+gcc -o "$d/def/lib.so" -shared -fPIC "$d/def/lib.c" || fail "gcc -shared"
+cp /usr/bin/true "$d/def/true"
+libc=$(ldd /usr/bin/true | awk '/libc\.so\.6/ { print $3 }')
+ldso=$(readelf -lW /usr/bin/true | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')
+[[ -f $libc && -f $ldso ]] || fail "no libc.so.6 or ld.so: $(ldd /usr/bin/true)"
+cp "$libc" "$d/def/libc.so.6"
+cp "$ldso" "$d/def/ld.so"
+head -c 10000 /dev/urandom >"$d/def/data"
+# What the checks rely on: libc.so.6 is ET_DYN with a PT_INTERP, not a PIE.
+readelf -lW "$d/def/libc.so.6" >"$d/readelf.txt" || fail "readelf -l libc.so.6"
+grep -q 'INTERP' "$d/readelf.txt" || fail "libc.so.6 has no PT_INTERP here"
+readelf -dW "$d/def/libc.so.6" >"$d/readelf.txt" || fail "readelf -d libc.so.6"
+grep -q 'FLAGS_1.*PIE' "$d/readelf.txt" && fail "libc.so.6 is flagged PIE here"
+readelf -dW "$d/def/pie" >"$d/readelf.txt" || fail "readelf -d pie"
+grep -q 'FLAGS_1.*PIE' "$d/readelf.txt" || fail "gcc -pie made no DF_1_PIE"
+readelf -hW "$d/def/nopie" >"$d/readelf.txt" || fail "readelf -h nopie"
+grep -q 'Type: *EXEC' "$d/readelf.txt" || fail "gcc -no-pie made no ET_EXEC"
+for f in pie nopie static true; do
+	expect_status 0 "$PBITMAP" add "$d/def/$f"
+	[[ $(plan_size "$d/def/$f") == 32768 ]] || fail "$f: no default plan area: $(cat "$d/show.json")"
+done
+hdr=$($ELFCHECK header "$d/def/pie") || fail "elfcheck header"
+grep -qx 'version=3' <<<"$hdr" || fail "a default plan area is not a version 3 record"
+grep -qx 'plan_size=32768' <<<"$hdr" || fail "elfcheck: the default plan_size is not 32768"
+for f in libc.so.6 lib.so ld.so spie data; do
+	expect_status 0 "$PBITMAP" add "$d/def/$f"
+	[[ $(plan_size "$d/def/$f") == 0 ]] || fail "$f: a plan area: $(cat "$d/show.json")"
+done
+cp /usr/bin/true "$d/def/true-none"
+expect_status 0 "$PBITMAP" add --plan-size 0 "$d/def/true-none"
+[[ $(plan_size "$d/def/true-none") == 0 ]] || fail "--plan-size 0: $(cat "$d/show.json")"
+pass "by default an executable (PIE, ET_EXEC, static) gets a 32768-byte plan area; libc.so.6, a library, ld.so, a static PIE, a data file and --plan-size 0 none"
+
+# An executable stamped without an area, with learned bits: a plain add
+# (FILE, or --stdin as the dpkg and rpm triggers run it, the path walk
+# stamp --rpm uses too) gives it the default area and keeps the bits.
+for how in file stdin; do
+	cp "$d/def/nopie" "$d/def/old-$how"
+	expect_status 0 "$PBITMAP" strip "$d/def/old-$how"
+	expect_status 0 "$PBITMAP" add --plan-size 0 --learn=every -g 3 "$d/def/old-$how"
+	expect_status 0 "$PBITMAP" set --pages 0,2 --plane 0 "$d/def/old-$how"
+	expect_status 0 "$PBITMAP" set --pages 1 --plane 2 "$d/def/old-$how"
+	"$PBITMAP" show --json "$d/def/old-$how" >"$d/before.json" || fail "show --json"
+	if [[ $how == file ]]; then
+		expect_status 0 "$PBITMAP" add --summary "$d/def/old-$how"
+	else
+		printf '%s\n' "$d/def/old-$how" >"$d/list"
+		expect_status 0 "$PBITMAP" add --stdin --summary <"$d/list"
+	fi
+	grep -q '^pbitmap: 0 files stamped, 1 already stamped, 0 skipped, 0 errors' "$ERR" ||
+		fail "$how: summary: $(cat "$ERR")"
+	"$PBITMAP" show --json "$d/def/old-$how" >"$d/after.json" || fail "show --json"
+	python3 - "$d/before.json" "$d/after.json" <<'EOF' || fail "$how: the re-stamp for the plan area"
+import json, sys
+b, a = (json.load(open(p))[0] for p in sys.argv[1:])
+assert b["plan_size"] == 0 and a["plan_size"] == 32768, (b["plan_size"], a["plan_size"])
+assert b["planes"][0]["ranges"] == [[0, 0], [2, 2]], b["planes"]
+assert b["planes"][2]["ranges"] == [[1, 1]], b["planes"]
+for k in ("planes", "prefetch", "generations", "threshold", "newest_plane", "runs",
+          "last_update", "learn_policy", "pages", "content_size"):
+    assert a[k] == b[k], (k, b[k], a[k])
+EOF
+	expect_status 0 "$PBITMAP" verify "$d/def/old-$how"
+done
+pass "add FILE, add --stdin: an executable stamped without a plan area gets the default one, its learned bits, generations and policy kept"
+
+cp /usr/bin/true "$d/def/small"
+expect_status 0 "$PBITMAP" add --plan-size 8K "$d/def/small"
+snapshot "$d/def/small"
+expect_status 0 "$PBITMAP" add -v "$d/def/small"
+grep -q 'already stamped' "$ERR" || fail "an 8K area, add -v: $(cat "$ERR")"
+assert_unchanged "$d/def/small" "a plain add of an executable with an 8K plan area"
+expect_status 0 "$PBITMAP" add -g 2 "$d/def/small"
+[[ $(plan_size "$d/def/small") == 8192 ]] || fail "a re-stamp (-g 2) changed the 8K area: $(cat "$d/show.json")"
+expect_status 0 "$PBITMAP" add --plan-size 0 "$d/def/small"
+[[ $(plan_size "$d/def/small") == 0 ]] || fail "--plan-size 0 kept the area: $(cat "$d/show.json")"
+snapshot "$d/def/lib.so"
+expect_status 0 "$PBITMAP" add -v "$d/def/lib.so"
+grep -q 'already stamped' "$ERR" || fail "a library, add -v: $(cat "$ERR")"
+assert_unchanged "$d/def/lib.so" "a plain add of a stamped library"
+pass "a plain add keeps an 8K plan area, so does a re-stamp; --plan-size 0 removes it; a stamped library is left alone"
 
 expect_status 0 "$PBITMAP" plan "$d/prog" "$d/lib.so" "$d/data"
 $ELFCHECK plan "$d/prog" >"$d/plan.txt" || fail "elfcheck plan: $(cat "$d/plan.txt")"

@@ -110,7 +110,8 @@ pass "A: verify never fails while a writer replaces the attribute ($runs runs)"
 # ---- B: an ELF record rewritten in place, as the kernel's write-back does ---
 elf=$d/prog
 cp /usr/bin/ls "$elf"
-"$PBITMAP" add -q "$elf" || fail "add $elf"
+# --plan-size 0: a small record, rewritten byte by byte many times below.
+"$PBITMAP" add -q --plan-size 0 "$elf" || fail "add $elf"
 cp -a "$elf" "$d/prog-b"
 "$PBITMAP" set -q --pages 0-20 "$d/prog-b" || fail "set $d/prog-b"
 off=$(json_field "$elf" record_offset)

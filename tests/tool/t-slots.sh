@@ -29,7 +29,9 @@ ELFCHECK="python3 $TOP/tests/elfcheck.py"
 d=$(tmpdir)
 cp /usr/bin/ls "$d/good"
 cp "$d/good" "$d/f"
-expect_status 0 "$PBITMAP" add "$d/f"
+# --plan-size 0: the tears below change the second half of a record, which
+# a plan area (zeros in both slots) would fill.
+expect_status 0 "$PBITMAP" add --plan-size 0 "$d/f"
 $ELFCHECK stamp "$d/good" "$d/f" >/dev/null || fail "add: bad layout: $($ELFCHECK stamp "$d/good" "$d/f" 2>&1)"
 read -r size slot0 slot1 < <($ELFCHECK slots "$d/f") || fail "no slots"
 [[ $((slot1 - slot0)) == $(((size + 511) / 512 * 512)) ]] || fail "slot 1 at $slot1, slot 0 at $slot0, record $size bytes"
