@@ -14,7 +14,8 @@
  * model's gap and 1.18 s with 32 KiB, the stock kernel 1.44 s
  * (docs/bench/2026-11-30-gap.md).  So measure: reads of 4 KiB and of 256
  * KiB at random places, DEPTH at once (a plan's batch is submitted at
- * once), direct I/O so that no cache answers; the time per request grows
+ * once), direct I/O so that no cache answers, in three rounds of each size
+ * taken alternately (the medians); the time per request grows
  * with its size as t(s) = c + s * b, and the gap is c / b.  --set writes it
  * to vm.pbitmap_merge_gap_kb when it is narrower than the kernel's model,
  * and -1 (the model) otherwise: the model also bounds the pages its joins
@@ -43,7 +44,8 @@
 #define LARGE		(256u << 10)
 #define MIN_READS	16	/* per size, whatever the time */
 #define MAX_READS	4096
-#define MIN_SECONDS	1.0	/* per size: longer than QEMU's or a volume's burst */
+#define MIN_SECONDS	0.5	/* per round and size */
+#define ROUNDS		3	/* small, large, small, large ...: the medians */
 
 struct sample {
 	int fd;
@@ -128,6 +130,35 @@ static double per_request(const char *dev, int fd, uint64_t cells, unsigned int 
 	done = atomic_load(&s.next);
 	done = done > MAX_READS ? MAX_READS : done;
 	return (now() - t0) / done;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * The time per request of each size, as the median of ROUNDS rounds that
+ * alternate the sizes: a device's or a throttle's burst allowance, or
+ * another task's reads, then weigh on one round of each, not on one size.
+ */
+static int sample_sizes(const char *dev, int fd, uint64_t cells, unsigned int depth,
+			double *small, double *large)
+{
+	double s[ROUNDS], l[ROUNDS];
+
+	for (int i = 0; i < ROUNDS; i++) {
+		s[i] = per_request(dev, fd, cells, SMALL, depth);
+		l[i] = s[i] < 0 ? -1 : per_request(dev, fd, cells, LARGE, depth);
+		if (l[i] < 0)
+			return PB_FAIL;
+	}
+	qsort(s, ROUNDS, sizeof(s[0]), cmp_double);
+	qsort(l, ROUNDS, sizeof(l[0]), cmp_double);
+	*small = s[ROUNDS / 2], *large = l[ROUNDS / 2];
+	return 0;
 }
 
 /* A number from the device's sysfs queue directory, or @dflt. */
@@ -229,11 +260,11 @@ static int measure(const char *path, unsigned int depth, bool set)
 		close(fd);
 		return pb_error(dev, "too small to measure (or not a block device)");
 	}
-	small = per_request(dev, fd, bytes / LARGE, SMALL, depth);
-	large = small < 0 ? -1 : per_request(dev, fd, bytes / LARGE, LARGE, depth);
-	close(fd);
-	if (large < 0)
+	if (sample_sizes(dev, fd, bytes / LARGE, depth, &small, &large)) {
+		close(fd);
 		return PB_FAIL;
+	}
+	close(fd);
 	model = (long long)model_gap_kb(maj, min);
 	/* t(s) = c + s * b, from the two sizes; bytes free when b <= 0. */
 	byte_s = (large - small) / (LARGE - SMALL);
