@@ -14,7 +14,8 @@
  * model's gap and 1.18 s with 32 KiB, the stock kernel 1.44 s
  * (docs/bench/2026-11-30-gap.md).  So measure: reads of 4 KiB and of 256
  * KiB at random places, DEPTH at once (a plan's batch is submitted at
- * once), direct I/O so that no cache answers, in three rounds of each size
+ * once; the kernel's native AIO, no threads), direct I/O so that no cache
+ * answers, in three rounds of each size
  * taken alternately (the medians); the time per request grows
  * with its size as t(s) = c + s * b, and the gap is c / b.  --set writes it
  * to vm.pbitmap_merge_gap_kb when it is narrower than the kernel's model,
@@ -24,14 +25,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <linux/aio_abi.h>
 #include <linux/fs.h>
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
@@ -44,17 +45,25 @@
 #define LARGE		(256u << 10)
 #define MIN_READS	16	/* per size, whatever the time */
 #define MAX_READS	4096
+#define MAX_DEPTH	64
 #define MIN_SECONDS	0.5	/* per round and size */
 #define ROUNDS		3	/* small, large, small, large ...: the medians */
 
-struct sample {
-	int fd;
-	uint64_t cells;		/* LARGE-sized places on the device */
-	unsigned int size;
-	atomic_uint next;	/* reads started */
-	atomic_bool stop;
-	atomic_int error;	/* errno of a failed read */
-};
+/* The kernel's native AIO, by system call: no threads in a static tool. */
+static long aio_setup(unsigned int nr, aio_context_t *ctx)
+{
+	return syscall(SYS_io_setup, nr, ctx);
+}
+
+static long aio_submit(aio_context_t ctx, long nr, struct iocb **iocbs)
+{
+	return syscall(SYS_io_submit, ctx, nr, iocbs);
+}
+
+static long aio_wait(aio_context_t ctx, long min, long max, struct io_event *ev)
+{
+	return syscall(SYS_io_getevents, ctx, min, max, ev, NULL);
+}
 
 static double now(void)
 {
@@ -64,26 +73,74 @@ static double now(void)
 	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-/* One of DEPTH readers: random cells, until told to stop or MAX_READS. */
-static void *reader(void *arg)
-{
-	struct sample *s = arg;
-	uint64_t x = (uint64_t)(uintptr_t)&x ^ (uint64_t)now() * 0x9e3779b97f4a7c15ull;
-	void *buf;
+struct sample {
+	aio_context_t ctx;
+	int fd;
+	uint64_t cells;		/* LARGE-sized places on the device */
+	uint64_t x;		/* xorshift64 state: the places */
+	unsigned int size;
+	struct iocb cb[MAX_DEPTH];
+	char *buf;		/* MAX_DEPTH buffers of LARGE bytes */
+};
 
-	if (posix_memalign(&buf, LARGE, LARGE)) {
-		atomic_store(&s->error, ENOMEM);
-		return NULL;
-	}
-	while (!atomic_load(&s->stop) && atomic_fetch_add(&s->next, 1) < MAX_READS) {
-		x ^= x << 13, x ^= x >> 7, x ^= x << 17;	/* xorshift64 */
-		if (pread(s->fd, buf, s->size, (off_t)((x % s->cells) * LARGE)) != s->size) {
-			atomic_store(&s->error, errno ? errno : EIO);
-			break;
+/* Start slot @i's next read, at a random place. */
+static int start_read(struct sample *s, unsigned int i)
+{
+	struct iocb *cb = &s->cb[i];
+
+	s->x ^= s->x << 13, s->x ^= s->x >> 7, s->x ^= s->x << 17;
+	*cb = (struct iocb){ .aio_data = i, .aio_lio_opcode = IOCB_CMD_PREAD,
+			     .aio_fildes = (uint32_t)s->fd,
+			     .aio_buf = (uint64_t)(uintptr_t)(s->buf + (size_t)i * LARGE),
+			     .aio_nbytes = s->size,
+			     .aio_offset = (int64_t)((s->x % s->cells) * LARGE) };
+	return aio_submit(s->ctx, 1, &cb) == 1 ? 0 : -1;
+}
+
+/*
+ * @depth reads of @s->size in flight, each replaced by another as it
+ * completes, until @min_reads have completed and @seconds have passed
+ * (or MAX_READS); then the rest are waited for.  Returns the reads done,
+ * or -1 with errno set.
+ */
+static long read_for(struct sample *s, unsigned int depth, unsigned int min_reads,
+		     double seconds)
+{
+	struct io_event ev[MAX_DEPTH];
+	unsigned int i, inflight = 0;
+	long done = 0, n;
+	double t0 = now();
+
+	for (i = 0; i < depth; i++, inflight++)
+		if (start_read(s, i))
+			goto drain;
+	while (inflight) {
+		n = aio_wait(s->ctx, 1, inflight, ev);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			goto drain;
+		for (long k = 0; k < n; k++) {
+			inflight--;
+			if (ev[k].res != (int64_t)s->size) {
+				errno = ev[k].res < 0 ? (int)-ev[k].res : EIO;
+				goto drain;
+			}
+			done++;
+			if ((done < min_reads || now() - t0 < seconds) && done < MAX_READS) {
+				if (start_read(s, (unsigned int)ev[k].data))
+					goto drain;
+				inflight++;
+			}
 		}
 	}
-	free(buf);
-	return NULL;
+	return done;
+drain:
+	n = errno;
+	while (inflight && aio_wait(s->ctx, 1, inflight, ev) > 0)
+		inflight--;
+	errno = (int)n;
+	return -1;
 }
 
 /*
@@ -91,45 +148,22 @@ static void *reader(void *arg)
  * MIN_READS requests and MIN_SECONDS, after one request each to wake the
  * device.  Returns a negative value on an error, reported.
  */
-static double per_request(const char *dev, int fd, uint64_t cells, unsigned int size,
+static double per_request(const char *dev, struct sample *s, unsigned int size,
 			  unsigned int depth)
 {
-	struct sample s = { .fd = fd, .cells = cells, .size = size };
-	pthread_t tid[64];
-	unsigned int i, started = 0, done;
 	double t0;
+	long done;
 
-	for (int pass = 0; pass < 2; pass++) {
-		atomic_store(&s.next, pass ? 0 : MAX_READS - depth);
-		atomic_store(&s.stop, false);
-		t0 = now();
-		for (i = started = 0; i < depth; i++, started++)
-			if (pthread_create(&tid[i], NULL, reader, &s))
-				break;
-		if (pass) {
-			while (now() - t0 < MIN_SECONDS || atomic_load(&s.next) < MIN_READS) {
-				if (atomic_load(&s.next) >= MAX_READS || atomic_load(&s.error))
-					break;
-				usleep(10000);
-			}
-			atomic_store(&s.stop, true);
-		}
-		for (i = 0; i < started; i++)
-			pthread_join(tid[i], NULL);
-		if (started < depth) {
-			pb_error(dev, "cannot start %u readers", depth);
-			return -1;
-		}
-		if (atomic_load(&s.error)) {
-			errno = atomic_load(&s.error);
-			pb_error_errno(dev, "cannot read %u bytes", size);
-			return -1;
-		}
-	}
-	/* A reader counts a read it will not make only past MAX_READS. */
-	done = atomic_load(&s.next);
-	done = done > MAX_READS ? MAX_READS : done;
-	return (now() - t0) / done;
+	s->size = size;
+	if (read_for(s, depth, depth, 0) < 0)
+		goto fail;
+	t0 = now();
+	done = read_for(s, depth, MIN_READS, MIN_SECONDS);
+	if (done > 0)
+		return (now() - t0) / (double)done;
+fail:
+	pb_error_errno(dev, "cannot read %u bytes", size);
+	return -1;
 }
 
 static int cmp_double(const void *a, const void *b)
@@ -147,14 +181,26 @@ static int cmp_double(const void *a, const void *b)
 static int sample_sizes(const char *dev, int fd, uint64_t cells, unsigned int depth,
 			double *small, double *large)
 {
+	struct sample smp = { .fd = fd, .cells = cells };
 	double s[ROUNDS], l[ROUNDS];
+	int ret = 0;
 
-	for (int i = 0; i < ROUNDS; i++) {
-		s[i] = per_request(dev, fd, cells, SMALL, depth);
-		l[i] = s[i] < 0 ? -1 : per_request(dev, fd, cells, LARGE, depth);
-		if (l[i] < 0)
-			return PB_FAIL;
+	smp.x = (uint64_t)now() * 0x9e3779b97f4a7c15ull | 1;
+	if (posix_memalign((void **)&smp.buf, LARGE, (size_t)MAX_DEPTH * LARGE))
+		return pb_error(dev, "out of memory");
+	if (aio_setup(MAX_DEPTH, &smp.ctx)) {
+		free(smp.buf);
+		return pb_error_errno(dev, "cannot set up asynchronous reads");
 	}
+	for (int i = 0; i < ROUNDS && !ret; i++) {
+		s[i] = per_request(dev, &smp, SMALL, depth);
+		l[i] = s[i] < 0 ? -1 : per_request(dev, &smp, LARGE, depth);
+		ret = l[i] < 0 ? PB_FAIL : 0;
+	}
+	syscall(SYS_io_destroy, smp.ctx);
+	free(smp.buf);
+	if (ret)
+		return ret;
 	qsort(s, ROUNDS, sizeof(s[0]), cmp_double);
 	qsort(l, ROUNDS, sizeof(l[0]), cmp_double);
 	*small = s[ROUNDS / 2], *large = l[ROUNDS / 2];
@@ -304,7 +350,7 @@ int pb_cmd_device_gap(int argc, char **argv)
 	while ((c = pb_getopt(argc, argv, "sd:", opts)) != -1) {
 		if (c == 's')
 			set = true;
-		else if (c == 'd' && pb_parse_uint(optarg, 64, &depth) && depth)
+		else if (c == 'd' && pb_parse_uint(optarg, MAX_DEPTH, &depth) && depth)
 			;
 		else if (c == 'd')
 			return pb_usage_error("device-gap: --depth %s: a number from 1 to 64", optarg);
