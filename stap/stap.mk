@@ -6,7 +6,7 @@
 #   make stap-run SCRIPT=faults CMD='...' [STAP_ARGS='progs=cc1'] [COLD=0]
 #                              boot the VM, run CMD under the script, print both
 #   make stap-check            the guest checks in stap/tests (part of make check)
-#   make stap-demo             cold start off/on: faults table and fault-map PNG
+#   make stap-demo             cold start off/on/plan: faults table and fault-map PNG
 #
 # Modules are built against the project's kernel build tree with Debian's
 # systemtap 4.8, whose runtime needs fixes for kernels newer than it
@@ -116,13 +116,15 @@ stap-check: stap image
 	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) VM_JOBDIR=$(STAP_VM)/job VM_RESULTS=$(STAP_VM)/results \
 		VM_CONSOLE=$(STAP_VM)/console.log $(VM) --tests $(STAP_JOB)/tests
 
-# make demo's part: the off/on table and the fault maps drawn side by side.
+# make demo's part: the off/on/plan table and the fault maps drawn side by side.
 STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png
 stap-demo: stap image
 	@rm -rf $(STAP_JOB)/demo && mkdir -p $(STAP_JOB)/demo
 	@echo '$(STAP_VERSION)' > $(STAP_JOB)/demo/stap-version
 	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh \
 		$(KP_DIR)/tests/gcc-workload.sh $(STAP_MODS) $(STAP_JOB)/demo/stap-version
-	@cp $(BUILD)/vm-results/fault-map-off.txt $(BUILD)/vm-results/fault-map-on.txt $(STAP_BUILD)/
-	$(STAP_DIR)/plot-fault-map -o $(STAP_PNG) --label 'pbitmap off' --label 'pbitmap on' \
-		$(STAP_BUILD)/fault-map-off.txt $(STAP_BUILD)/fault-map-on.txt
+	@cp $(BUILD)/vm-results/fault-map-off.txt $(BUILD)/vm-results/fault-map-on.txt \
+		$(BUILD)/vm-results/fault-map-plan.txt $(STAP_BUILD)/
+	$(STAP_DIR)/plot-fault-map -o $(STAP_PNG) --label 'pbitmap off' \
+		--label 'per-file bitmaps (pbitmap record)' --label 'learned plan' \
+		$(STAP_BUILD)/fault-map-off.txt $(STAP_BUILD)/fault-map-on.txt $(STAP_BUILD)/fault-map-plan.txt
