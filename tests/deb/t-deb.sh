@@ -49,6 +49,9 @@ make_deb_root "$work/root"
 expect_status 0 dpkgr -i "$PB_DEB"
 grep -q '^pbitmap: [0-9]* files stamped' "$ERR" || fail "no stamping at configure: $(cat "$ERR")"
 "$PBITMAP" verify -q "$R/usr/bin/find" || fail "configure did not stamp the root's /usr/bin/find"
+# Stamped the documented way: the executable gets the default plan area.
+size=$("$PBITMAP" show --json "$R/usr/bin/find" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["plan_size"])')
+[[ $size == 32768 ]] || fail "configure stamped /usr/bin/find with a plan area of $size bytes, not 32768"
 pass "install pbitmap: $(grep '^pbitmap: [0-9]* files stamped' "$ERR")"
 check_pbitmapd_unit "$R" /lib/systemd/system
 pass "pbitmapd.service installed disabled, verified by systemd-analyze; pbitmap.conf leaves the daemon off"

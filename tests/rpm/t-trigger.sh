@@ -6,7 +6,8 @@
 # file capabilities, and libpbsample.so.1, plus a symlink, a script, an object
 # file and a data file): the two ELF files are stamped, by one pbitmap run
 # whose summary says 2 stamped, with the learning policy "every" (the
-# default of PBITMAP_LEARN), and nothing else changes.  The stamped
+# default of PBITMAP_LEARN), the program with the default 32 KiB plan
+# area and the library with none, and nothing else changes.  The stamped
 # program runs in the root (chroot) and prints exactly what the unstamped one
 # prints; `rpm -V` shows S.5 on the two files and no P (capabilities) or T
 # (mtime).  Upgrade to version 2: the new files are stamped and print version
@@ -44,6 +45,12 @@ expect_status 0 chroot "$R" /usr/bin/pbitmap verify /usr/bin/pbhello /usr/lib64/
 for f in usr/bin/pbhello usr/lib64/libpbsample.so.1; do
 	pol=$("$PBITMAP" show --json "$R/$f" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["learn_policy"])')
 	[[ $pol == every ]] || fail "$f: stamped with learning policy $pol, not PBITMAP_LEARN's default every"
+done
+# The trigger stamps the documented way: the program gets the default plan
+# area (32 KiB), the library none.
+for f in usr/bin/pbhello:32768 usr/lib64/libpbsample.so.1:0; do
+	size=$("$PBITMAP" show --json "$R/${f%:*}" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["plan_size"])')
+	[[ $size == "${f#*:}" ]] || fail "${f%:*}: a plan area of $size bytes after the trigger, not ${f#*:}"
 done
 p=$SAMPLE_DIR/1.0/payload
 for f in usr/bin/pbhello-sh usr/lib64/pbsample/plugin.o usr/share/pbsample/data.txt; do
