@@ -155,7 +155,7 @@ static double per_request(const char *dev, struct sample *s, unsigned int size,
 	long done;
 
 	s->size = size;
-	if (read_for(s, depth, depth, 0) < 0)
+	if (read_for(s, depth, 0, 0) < 0)	/* one request each, none replaced */
 		goto fail;
 	t0 = now();
 	done = read_for(s, depth, MIN_READS, MIN_SECONDS);
@@ -287,7 +287,7 @@ static int measure(const char *path, unsigned int depth, bool set)
 	char dev[64];
 	uint64_t bytes;
 	double small, large, byte_s, req_s;
-	long long gap_kb, model;
+	long long gap_kb, model, setting;
 	struct stat st;
 	int fd;
 
@@ -317,14 +317,15 @@ static int measure(const char *path, unsigned int depth, bool set)
 	req_s = small - SMALL * (byte_s > 0 ? byte_s : 0);
 	gap_kb = byte_s > 0 && req_s > 0 ? (long long)(req_s / byte_s) >> 10 : model;
 	gap_kb &= ~3LL;			/* whole pages */
+	setting = gap_kb < model ? gap_kb : -1;	/* -1: the kernel's model */
 	if (pb_quiet) {		/* -q: the value --set writes, alone */
-		printf("%lld\n", gap_kb < model ? gap_kb : -1);
+		printf("%lld\n", setting);
 		goto out;
 	}
 	printf("%s: %s (%u:%u), %u reads at once\n", path, dev, maj, min, depth);
 	printf("  4 KiB reads:   %8.3f ms each\n", small * 1e3);
 	printf("  256 KiB reads: %8.3f ms each\n", large * 1e3);
-	if (gap_kb < model)
+	if (setting >= 0)
 		printf("  a request costs as much as %lld KiB of transfer: join gap %lld KiB"
 		       " (the kernel's model: %lld KiB)\n", gap_kb, gap_kb, model);
 	else
@@ -333,7 +334,7 @@ static int measure(const char *path, unsigned int depth, bool set)
 out:
 	if (pb_flush_stdout())
 		return PB_FAIL;
-	return set ? set_gap(gap_kb < model ? gap_kb : -1) : 0;
+	return set ? set_gap(setting) : 0;
 }
 
 int pb_cmd_device_gap(int argc, char **argv)
