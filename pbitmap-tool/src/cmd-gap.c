@@ -21,10 +21,14 @@
  * to vm.pbitmap_merge_gap_kb when it is narrower than the kernel's model,
  * and -1 (the model) otherwise: the model also bounds the pages its joins
  * add, which a fixed gap does not.  With -q only that value is printed.
+ * --set also records that value and the device's MAJ:MIN in
+ * /run/pbitmap/device-gap, on every kernel: pbitmapd, on a stock kernel,
+ * narrows its own join gap to it (daemon/config.c).
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <limits.h>
 #include <linux/aio_abi.h>
 #include <linux/fs.h>
 #include <stdio.h>
@@ -267,18 +271,71 @@ static bool device_node(unsigned int maj, unsigned int min, char *dev, size_t si
 	return true;
 }
 
-static int set_gap(long long kb)
+/*
+ * Record @kb, measured on @maj:@min, for pbitmapd (PB_DEVICE_GAP_FILE, on
+ * every kernel): a temporary file in the same directory, renamed over the
+ * old one, so that a reader sees the old line or the new one, never half.
+ */
+static int record_gap(long long kb, unsigned int maj, unsigned int min)
 {
+	const char *dir = pb_run_dir();
+	char path[PATH_MAX], tmp[PATH_MAX], line[64];
+	int fd, len, n;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, PB_DEVICE_GAP_FILE) >= sizeof(path) ||
+	    (size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
+		return pb_error(dir, "path too long");
+	if (mkdir(dir, 0755) == 0)
+		chmod(dir, 0755);	/* whatever the umask: pbitmapd reads it */
+	else if (errno != EEXIST)
+		return pb_error_errno(path, "cannot create the directory %s", dir);
+	len = snprintf(line, sizeof(line), "%lld %u:%u\n", kb, maj, min);
+	fd = mkostemp(tmp, O_CLOEXEC);
+	if (fd < 0)
+		return pb_error_errno(path, "cannot create a temporary file in %s", dir);
+	n = (int)write(fd, line, (size_t)len);
+	if (n != len || fchmod(fd, 0644)) {
+		if (n >= 0 && n != len)
+			errno = ENOSPC;
+		pb_error_errno(path, "cannot write %s", tmp);
+		close(fd);
+		unlink(tmp);
+		return PB_FAIL;
+	}
+	if (close(fd)) {
+		pb_error_errno(path, "cannot write %s", tmp);
+		unlink(tmp);
+		return PB_FAIL;
+	}
+	if (rename(tmp, path)) {
+		pb_error_errno(path, "cannot rename %s to it", tmp);
+		unlink(tmp);
+		return PB_FAIL;
+	}
+	return 0;
+}
+
+/*
+ * --set: the file pbitmapd reads, then the patched kernel's sysctl.  A
+ * kernel without the sysctl is no error: pbitmapd alone uses the gap.
+ */
+static int set_gap(long long kb, unsigned int maj, unsigned int min)
+{
+	int ret = record_gap(kb, maj, min);
 	FILE *fp = fopen(GAP_SYSCTL, "we");
 
+	if (!fp && errno == ENOENT) {
+		if (!ret)
+			pb_note(GAP_SYSCTL, "no such setting: the kernel has no pbitmap patch; "
+				"the gap is recorded for pbitmapd only");
+		return ret;
+	}
 	if (!fp)
-		return errno == ENOENT
-			? pb_error(GAP_SYSCTL, "no such setting: the kernel has no pbitmap patch")
-			: pb_error_errno(GAP_SYSCTL, "cannot write");
+		return pb_error_errno(GAP_SYSCTL, "cannot write");
 	fprintf(fp, "%lld\n", kb);
 	if (fclose(fp))
 		return pb_error_errno(GAP_SYSCTL, "cannot write %lld", kb);
-	return 0;
+	return ret;
 }
 
 static int measure(const char *path, unsigned int depth, bool set)
@@ -334,7 +391,7 @@ static int measure(const char *path, unsigned int depth, bool set)
 out:
 	if (pb_flush_stdout())
 		return PB_FAIL;
-	return set ? set_gap(setting) : 0;
+	return set ? set_gap(setting, maj, min) : 0;
 }
 
 int pb_cmd_device_gap(int argc, char **argv)

@@ -664,6 +664,20 @@ int pb_cmd_status(int argc, char **argv);
 int pb_cmd_device_gap(int argc, char **argv);
 /* Where pbitmapd keeps its counters, and `pbitmap status` reads them. */
 #define PB_DAEMON_STATUS	"/run/pbitmapd/status"
+/*
+ * What `pbitmap device-gap --set` measured at boot, for pbitmapd: one line
+ * "KIB MAJ:MIN\n" in PB_RUN_DIR/PB_DEVICE_GAP_FILE, KIB the value -q prints
+ * (the join gap in KiB, or -1: the kernel's model stands), MAJ:MIN the
+ * device measured.  PBITMAP_RUNDIR replaces the directory (for tests).
+ */
+#define PB_RUN_DIR		"/run/pbitmap"
+#define PB_DEVICE_GAP_FILE	"device-gap"
+static inline const char *pb_run_dir(void)
+{
+	const char *dir = getenv("PBITMAP_RUNDIR");
+
+	return dir && *dir ? dir : PB_RUN_DIR;
+}
 int pb_cmd_run(int argc, char **argv);
 
 /*
