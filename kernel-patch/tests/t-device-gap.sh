@@ -6,16 +6,26 @@
 # model must stand.  The same disk read from a cgroup whose io.max also
 # caps it at 4 MiB/s charges bytes: a 6.7 ms request is worth about 27 KiB
 # of transfer, so the gap measured must be narrower than the model's
-# (128 or 256 KiB) and wide enough to join runs (16-64 KiB).  Also: --set on a kernel
-# without the patch fails and says why, a path on no block device is
-# refused, and a bad --depth is a usage error.
+# (128 or 256 KiB) and wide enough to join runs (16-64 KiB).  --set on a
+# kernel without the patch records the gap for pbitmapd only: it says so
+# (a note, exit 0) and writes "KIB MAJ:MIN" to /run/pbitmap/device-gap (-1
+# and /usr's device on the plain disk; the narrower gap under io.max, in a
+# directory of PBITMAP_RUNDIR's), and pbitmapd --print-config (the build
+# beside the test) then joins across min(64, that gap), "measured at
+# boot".  Also: a path on no block device is refused, and a bad --depth is
+# a usage error.
 set -euo pipefail
 W=/var/tmp/t-device-gap
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
+HERE=$(cd "$(dirname "$0")" && pwd)
+PBITMAPD=$HERE/pbitmapd
 [ ! -e /proc/sys/vm/pbitmap_enabled ] ||
 	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
+[ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+[ ! -e /run/pbitmap ] || fail "/run/pbitmap exists before the test: $(ls -la /run/pbitmap)"
+usr_dev=$(stat -c '%Hd:%Ld' /usr) || fail "stat /usr"
 dev=$(findmnt -no MAJ:MIN --target /usr) || fail "no device for /usr"
 # The disk's own numbers, not a partition's (io.max takes a whole disk).
 disk=$(lsblk -ndo PKNAME "/dev/block/$dev" 2>/dev/null || true)
@@ -36,7 +46,7 @@ cat plain.txt
 grep -qw io /sys/fs/cgroup/cgroup.controllers || fail "the io controller is not available"
 echo +io >/sys/fs/cgroup/cgroup.subtree_control
 cg=$(mktemp -d /sys/fs/cgroup/t-device-gap.XXXXXX)
-trap 'rmdir "$cg" 2>/dev/null || true' EXIT
+trap 'rmdir "$cg" 2>/dev/null || true; rm -rf /run/pbitmap' EXIT
 echo "$dev rbps=4194304" >"$cg/io.max" || fail "cannot set io.max on $dev"
 sh -c 'echo $$ >"$1/cgroup.procs" && exec pbitmap device-gap /usr' sh "$cg" >bytes.txt ||
 	fail "device-gap under io.max failed: $(cat bytes.txt)"
@@ -45,13 +55,37 @@ g=$(gap_of bytes.txt)
 [[ $g =~ ^[0-9]+$ ]] || fail "at 4 MiB/s a request is worth less than 128 KiB: the model should not stand"
 ((g >= 16 && g <= 64)) || fail "at 4 MiB/s and 150 requests a second the gap is about 27 KiB, not $g"
 
-# 3. Errors.
+# 3. --set on a stock kernel: the gap recorded for pbitmapd, not an error.
 rc=0; pbitmap device-gap --set /usr >set.txt 2>set.err || rc=$?
-[ $rc = 1 ] || fail "--set on a stock kernel: exit $rc, not 1"
-grep -q "pbitmap: /proc/sys/vm/pbitmap_merge_gap_kb: no such setting" set.err ||
+[ $rc = 0 ] || fail "--set on a stock kernel: exit $rc, not 0: $(cat set.err)"
+grep -qx "pbitmap: /proc/sys/vm/pbitmap_merge_gap_kb: no such setting: the kernel has no pbitmap patch; the gap is recorded for pbitmapd only" set.err ||
 	fail "--set on a stock kernel: $(cat set.err)"
+[ "$(gap_of set.txt)" = model ] || fail "--set on the plain disk: the model should stand: $(cat set.txt)"
+[ "$(cat /run/pbitmap/device-gap)" = "-1 $usr_dev" ] ||
+	fail "/run/pbitmap/device-gap: '$(cat /run/pbitmap/device-gap)', not '-1 $usr_dev'"
+[ "$(stat -c %a /run/pbitmap)/$(stat -c %a /run/pbitmap/device-gap)" = 755/644 ] ||
+	fail "modes of /run/pbitmap and its file: $(stat -c %a /run/pbitmap /run/pbitmap/device-gap)"
+[ "$(ls -A /run/pbitmap)" = device-gap ] || fail "left in /run/pbitmap: $(ls -A /run/pbitmap)"
+"$PBITMAPD" --print-config -c /dev/null >cfg.txt || fail "pbitmapd --print-config failed"
+grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB 64 (default)" cfg.txt || fail "-1 recorded: $(cat cfg.txt)"
+export PBITMAP_RUNDIR=$W/run
+sh -c 'echo $$ >"$1/cgroup.procs" && exec pbitmap device-gap -q --set /usr' sh "$cg" >setq.txt ||
+	fail "device-gap -q --set under io.max failed"
+q=$(cat setq.txt)
+[[ $q =~ ^[0-9]+$ ]] && ((q >= 16 && q <= 64)) || fail "device-gap -q --set under io.max printed '$q'"
+[ "$(cat "$W/run/device-gap")" = "$q $usr_dev" ] ||
+	fail "$W/run/device-gap: '$(cat "$W/run/device-gap")', not '$q $usr_dev'"
+"$PBITMAPD" --print-config -c /dev/null >cfgq.txt || fail "pbitmapd --print-config failed"
+if ((q < 64)); then want="$q (measured at boot)"; else want="64 (default)"; fi
+grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB $want" cfgq.txt || fail "$q KiB recorded: $(cat cfgq.txt)"
+printf 'PBITMAP_DAEMON_JOIN_GAP_KB=128\n' >gap.conf
+"$PBITMAPD" --print-config -c gap.conf >cfgs.txt || fail "pbitmapd --print-config failed"
+grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB 128 (setting)" cfgs.txt || fail "a setting: $(cat cfgs.txt)"
+unset PBITMAP_RUNDIR
+
+# 4. Errors.
 rc=0; pbitmap device-gap /proc 2>proc.err || rc=$?
 [ $rc = 1 ] && grep -q "not on a block device" proc.err || fail "/proc: exit $rc, $(cat proc.err)"
 rc=0; pbitmap device-gap --depth 0 /usr 2>depth.err || rc=$?
 [ $rc = 2 ] || fail "--depth 0: exit $rc, not 2"
-echo "PASS: t-device-gap (requests only: the model; 4 MiB/s: $g KiB)"
+echo "PASS: t-device-gap (requests only: the model; 4 MiB/s: $g KiB; --set recorded -1, then $q KiB for pbitmapd: $want)"

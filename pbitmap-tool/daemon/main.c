@@ -76,12 +76,14 @@ uint64_t now_ms(void)
 static const char usage_text[] =
 	"Usage: pbitmapd [-c FILE] [-s FILE] [-v]\n"
 	"       pbitmapd --check-enabled [-c FILE]\n"
+	"       pbitmapd --print-config [-c FILE]\n"
 	"Read the marked pages of stamped programs at their exec, on any kernel.\n"
 	"\n"
 	"  -c, --config FILE   settings (default " DEFAULT_CONFIG ")\n"
 	"  -s, --status FILE   where to keep the counters (default " PB_DAEMON_STATUS ")\n"
 	"  -v, --verbose       log every stamped exec\n"
 	"      --check-enabled exit 0 if the settings enable the daemon, else 1\n"
+	"      --print-config  print the settings it would run with, and their sources\n"
 	"  -h, --help          this text\n"
 	"      --version       the version\n"
 	"See pbitmapd(8).\n";
@@ -546,11 +548,12 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "status", required_argument, NULL, 's' },
 		{ "check-enabled", no_argument, NULL, 'E' },
+		{ "print-config", no_argument, NULL, 'P' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = DEFAULT_CONFIG;
-	bool check = false;
+	bool check = false, print = false;
 	int c;
 
 	pb_progname = "pbitmapd";
@@ -562,6 +565,8 @@ int main(int argc, char **argv)
 			pbd.status_path = optarg;
 		else if (c == 'E')
 			check = true;
+		else if (c == 'P')
+			print = true;
 		else if (c == 'V')
 			return printf("pbitmapd %s\n", PBITMAP_VERSION_STRING) < 0;
 		else
@@ -569,13 +574,21 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return pb_usage_error("unexpected argument '%s'", argv[optind]);
+	if (check && print)
+		return pb_usage_error("--check-enabled and --print-config exclude each other");
 	if (config_load(config))
 		return check ? 255 : PB_EXIT_FAIL;	/* ExecCondition: 255 fails the unit */
 	if (check)
 		return pbd.cfg.enabled ? PB_EXIT_OK : PB_EXIT_FAIL;
+	if (print) {
+		config_measured_gap();
+		return config_print() ? PB_EXIT_FAIL : PB_EXIT_OK;
+	}
 	if (!pbd.cfg.enabled) {
 		pb_note(config, "PBITMAP_DAEMON=yes is not set: nothing to do");
 		return PB_EXIT_OK;
 	}
+	config_measured_gap();
+	pb_note(NULL, "join gap %" PRIu64 " KiB (%s)", pbd.cfg.gap >> 10, config_gap_source());
 	return start() ? PB_EXIT_FAIL : PB_EXIT_OK;
 }

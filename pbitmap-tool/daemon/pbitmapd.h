@@ -40,9 +40,18 @@ struct fanotify_event_info_pidfd {
 #define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
 #define MAX_CHILDREN	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
 
+/* The settings, as bits of struct config's @set: those the file gave. */
+enum {
+	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
+	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SETTINGS
+};
+
 struct config {
+	unsigned int set;	/* 1 << PBD_SET_*: the settings the file gave */
 	bool enabled;		/* PBITMAP_DAEMON=yes */
 	uint64_t gap;		/* PBITMAP_DAEMON_JOIN_GAP_KB, in bytes */
+	/* where @gap comes from: the default, the setting, or measured at boot */
+	enum { PBD_GAP_DEFAULT, PBD_GAP_SETTING, PBD_GAP_MEASURED } gap_source;
 	uint64_t budget;	/* PBITMAP_DAEMON_BUDGET_MB: bytes one exec may read at most */
 	unsigned int pressure;	/* PBITMAP_DAEMON_PRESSURE_PCT: PSI "some avg10" above which to skip */
 	unsigned int children;	/* PBITMAP_DAEMON_MAX_PARALLEL */
@@ -102,6 +111,9 @@ uint64_t now_ms(void);
 
 /* config.c */
 int config_load(const char *path);
+void config_measured_gap(void);		/* the gap device-gap --set recorded */
+const char *config_gap_source(void);	/* "default", "setting", "measured at boot" */
+int config_print(void);			/* --print-config */
 
 /* marks.c */
 bool is_local(dev_t dev);

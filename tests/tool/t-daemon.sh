@@ -12,7 +12,8 @@
 #   - pbitmap status: no status file is an error (1) that says so; a file
 #     of a process that is gone prints "not running" and its counters (1);
 #     not a status file, an error.
-#   - The ASan build watching this host's filesystems: a stamped copy of
+#   - The ASan build watching this host's filesystems logs its join gap at
+#     start-up (the default: no gap recorded at boot); a stamped copy of
 #     /bin/sleep running 1 s, exec'd 3 times (2.5 s apart), is read ahead
 #     3 times, its own marked pages and its libraries' (per-file bitmaps,
 #     its own log lines: other tests' programs run beside it under make
@@ -24,7 +25,7 @@
 
 source "$(dirname "$0")/../lib.sh"
 need timeout stat
-PBITMAPD=$TOP/build/asan/pbitmapd
+PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
 [[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
 [[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
 
@@ -93,11 +94,13 @@ cp /bin/sleep stamped && cp /bin/sleep plain || fail "cp"
 # into, the other tests' stamped files as they run (the guest test
 # kernel-patch/tests/t-daemon-learn.sh learns, on a machine of its own).
 printf 'PBITMAP_DAEMON_LEARN=no\n' >>on.conf
-"$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
+# No gap measured at boot (t-device-gap tests that): the default, logged.
+PBITMAP_RUNDIR=$d/run "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
 dpid=$!
 at_exit "kill $dpid"
 for _ in $(seq 100); do [[ -s status ]] && break; sleep 0.1; done
 [[ -s status ]] || fail "pbitmapd wrote no status in 10 s: $(cat daemon.log)"
+grep -Eqx "pbitmapd: join gap (64|256) KiB \(default\)" daemon.log || fail "no join gap logged at start-up: $(cat daemon.log)"
 counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
 for i in 1 2 3; do
 	./stamped 1 && ./plain 0 || fail "the programs do not run under the daemon"

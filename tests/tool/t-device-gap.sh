@@ -1,0 +1,138 @@
+#!/bin/bash
+# t-device-gap: the join gap `pbitmap device-gap --set` records for
+# pbitmapd, on this host's stock kernel (the guest tests t-device-gap and
+# t-device-gap-set measure real disks and the patched kernel's sysctl).
+#
+#   - pbitmapd --print-config (ASan build), PBITMAP_RUNDIR pointing at a
+#     directory of the test's: no file, a malformed one (each kind below),
+#     one for another device than /usr's, one saying -1, and one wider than
+#     the default leave PBITMAP_DAEMON_JOIN_GAP_KB at its default, reported
+#     "(default)", a malformed one with a warning naming the file; a valid
+#     one for /usr's device, narrower, lowers it, "(measured at boot)";
+#     PBITMAP_DAEMON_JOIN_GAP_KB in the settings wins over it, "(setting)";
+#     the other settings print with "(default)" or "(setting)".
+#   - pbitmap device-gap --set on a loop device (a file of the test's, with
+#     direct I/O): the directory is created 0755 and the file 0644 under a
+#     umask of 077, the file is one line "KIB MAJ:MIN" with the value -q
+#     prints and the loop device's numbers, no temporary file is left; on
+#     this kernel (no vm.pbitmap_merge_gap_kb) it says so in a note and
+#     exits 0.  pbitmapd then keeps its default: the file names the loop
+#     device, not /usr's.
+#   - Errors: the directory a regular file, the file's name a non-empty
+#     directory: exit 1, "pbitmap: DIR/device-gap: ..." on stderr, nothing
+#     left behind.
+
+source "$(dirname "$0")/../lib.sh"
+need losetup truncate stat findmnt
+PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
+[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
+[[ $(id -u) == 0 ]] || fail "must run as root: a loop device, and reading it"
+[[ ! -e /proc/sys/vm/pbitmap_merge_gap_kb ]] ||
+	fail "this kernel ($(uname -r)) has the pbitmap series: the test wants a stock kernel"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+export PBITMAP_RUNDIR=$d/run
+R=$PBITMAP_RUNDIR
+
+# The default: 64 KiB before 7.0, 256 KiB from 7.0 (daemon/config.c).
+major=$(uname -r | cut -d. -f1)
+if ((major >= 7)); then dflt=256; else dflt=64; fi
+usr_dev=$(stat -c '%Hd:%Ld' /usr) || fail "stat /usr"
+[[ $usr_dev =~ ^[0-9]+:[0-9]+$ ]] || fail "stat /usr: '$usr_dev'"
+# Another device than /usr's: the same major, another minor.
+other_dev=${usr_dev%:*}:$((${usr_dev#*:} + 1))
+
+: >empty.conf
+gap_line() {	# CONF: pbitmapd's gap line, its warnings in $ERR
+	expect_status 0 "$PBITMAPD" --print-config -c "$1"
+	grep '^PBITMAP_DAEMON_JOIN_GAP_KB ' "$OUT" || fail "--print-config printed no gap: $(cat "$OUT")"
+}
+expect_gap() {	# CONTENT-OR-"absent" LINE [WARNING]
+	rm -rf "$R" && mkdir "$R" || fail "mkdir $R"
+	[[ $1 == absent ]] || printf '%b' "$1" >"$R/device-gap"
+	got=$(gap_line empty.conf)
+	[[ $got == "$2" ]] || fail "device-gap file '$1': got '$got', not '$2'"
+	if (($# > 2)); then
+		grep -qF "pbitmapd: $R/device-gap: $3" "$ERR" || fail "device-gap file '$1': no warning '$3': $(cat "$ERR")"
+	elif [[ -s $ERR ]] && ! grep -q "not /usr's" "$ERR"; then
+		fail "device-gap file '$1': unexpected message: $(cat "$ERR")"
+	fi
+}
+
+# ---- pbitmapd's gap ----------------------------------------------------------
+
+malformed="malformed (not one line 'KIB MAJ:MIN'); using the default join gap"
+expect_gap absent "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
+for bad in '' '\n' '32\n' "32 $usr_dev" "32  $usr_dev\n" "32 $usr_dev\n\n" "32 $usr_dev x\n" \
+	   "-2 $usr_dev\n" "+32 $usr_dev\n" "0x20 $usr_dev\n" "65537 $usr_dev\n" "32 ${usr_dev%:*}\n" \
+	   "32 ${usr_dev%:*}:\n" "32 :${usr_dev#*:}\n" "32 $usr_dev\n33 $usr_dev\n" "junk\n"; do
+	expect_gap "$bad" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)" "$malformed"
+done
+expect_gap "32 $other_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
+grep -qF "measured on device $other_dev, not /usr's ($usr_dev): the default join gap" "$ERR" ||
+	fail "another device: $(cat "$ERR")"
+expect_gap "-1 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
+expect_gap "$((dflt + 4)) $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
+expect_gap "$dflt $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
+expect_gap "44 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB 44 (measured at boot)"
+expect_gap "0 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB 0 (measured at boot)"
+# An explicit setting wins, wider or narrower.
+printf '44 %s\n' "$usr_dev" >"$R/device-gap"
+for v in 128 8; do
+	printf 'PBITMAP_DAEMON_JOIN_GAP_KB=%s\nPBITMAP_DAEMON_MAX_PARALLEL=2\n' "$v" >set.conf
+	got=$(gap_line set.conf)
+	[[ $got == "PBITMAP_DAEMON_JOIN_GAP_KB $v (setting)" ]] || fail "setting $v: got '$got'"
+done
+grep -qx "PBITMAP_DAEMON_MAX_PARALLEL 2 (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_BUDGET_MB 256 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON no (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+[[ $(wc -l <"$OUT") == 8 ]] || fail "--print-config: not 8 settings: $(cat "$OUT")"
+expect_status 2 "$PBITMAPD" --print-config --check-enabled -c set.conf
+printf 'PBITMAP_DAEMON_JOIN_GAP_KB=x\n' >bad.conf
+expect_status 1 "$PBITMAPD" --print-config -c bad.conf
+grep -q "bad.conf: line 1: PBITMAP_DAEMON_JOIN_GAP_KB: 'x' is not a number" "$ERR" || fail "bad.conf: $(cat "$ERR")"
+pass "pbitmapd: absent, malformed, another device's, -1 and wider files leave the default ($dflt KiB); /usr's narrower one lowers it; a setting wins"
+
+# ---- device-gap --set ----------------------------------------------------------
+
+truncate -s 64M disk.img || fail "truncate"
+dev=$(losetup -f --show --direct-io=on disk.img) || fail "losetup disk.img"
+at_exit "losetup -d $dev"
+loop_dev=$(stat -c '%Hr:%Lr' "$dev") || fail "stat $dev"
+
+rm -rf "$R"
+v=$(umask 077 && "$PBITMAP" device-gap -q --set "$dev" 2>"$ERR") || fail "device-gap -q --set $dev: $(cat "$ERR")"
+[[ ! -s $ERR ]] || fail "device-gap -q --set printed on stderr: $(cat "$ERR")"
+[[ $v =~ ^(-1|[0-9]+)$ ]] || fail "device-gap -q printed '$v'"
+[[ $(stat -c %a "$R") == 755 ]] || fail "$R created with mode $(stat -c %a "$R"), not 755"
+[[ $(stat -c %a "$R/device-gap") == 644 ]] || fail "$R/device-gap has mode $(stat -c %a "$R/device-gap"), not 644"
+[[ $(cat "$R/device-gap") == "$v $loop_dev" ]] || fail "$R/device-gap: '$(cat "$R/device-gap")', not '$v $loop_dev'"
+[[ $(wc -c <"$R/device-gap") == $((${#v} + ${#loop_dev} + 2)) ]] || fail "$R/device-gap is not one line"
+[[ $(ls -A "$R") == device-gap ]] || fail "left in $R: $(ls -A "$R")"
+expect_status 0 "$PBITMAP" device-gap --set "$dev"
+grep -q "^$dev: $dev ($loop_dev)" "$OUT" || fail "device-gap --set: $(cat "$OUT")"
+grep -qx "pbitmap: /proc/sys/vm/pbitmap_merge_gap_kb: no such setting: the kernel has no pbitmap patch; the gap is recorded for pbitmapd only" "$ERR" ||
+	fail "device-gap --set on a stock kernel: $(cat "$ERR")"
+grep -Eqx "(-1|[0-9]+) $loop_dev" "$R/device-gap" || fail "$R/device-gap: '$(cat "$R/device-gap")'"
+[[ $(ls -A "$R") == device-gap ]] || fail "left in $R: $(ls -A "$R")"
+got=$(gap_line empty.conf)
+[[ $got == "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)" ]] || fail "a file for $dev: got '$got'"
+grep -qF "measured on device $loop_dev, not /usr's" "$ERR" || fail "a file for $dev: $(cat "$ERR")"
+pass "device-gap --set $dev: '$(cat "$R/device-gap")' in $R/device-gap (0644, in a 0755 directory), a note, exit 0; pbitmapd keeps its default"
+
+# ---- errors writing the file ------------------------------------------------------
+
+export PBITMAP_RUNDIR=$d/file
+: >"$d/file"
+expect_status 1 "$PBITMAP" device-gap --set "$dev"
+grep -q "^pbitmap: $d/file/device-gap: cannot create a temporary file in $d/file: Not a directory" "$ERR" ||
+	fail "the directory a file: $(cat "$ERR")"
+[[ ! -s $d/file ]] || fail "$d/file written to"
+export PBITMAP_RUNDIR=$d/run2
+mkdir -p "$d/run2/device-gap/x" || fail "mkdir"
+expect_status 1 "$PBITMAP" device-gap --set "$dev"
+grep -q "^pbitmap: $d/run2/device-gap: cannot rename $d/run2/device-gap\.[A-Za-z0-9]\{6\} to it: " "$ERR" ||
+	fail "the file a directory: $(cat "$ERR")"
+[[ $(ls -A "$d/run2") == device-gap && -d $d/run2/device-gap/x ]] || fail "left in $d/run2: $(ls -A "$d/run2")"
+pass "errors: the directory a file, the file's name a directory: exit 1, the file named, nothing left"
