@@ -237,7 +237,8 @@ install: $(BUILD)/pbitmap $(BUILD)/pbitmap-run $(BUILD)/pbitmapd
 	@mkdir -p $(DESTDIR)$(UNITDIR)
 	sed 's|@SBINDIR@|$(PREFIX)/sbin|g' $(TOOL_DIR)/daemon/pbitmapd.service \
 		>$(DESTDIR)$(UNITDIR)/pbitmapd.service
-	sed 's|@BINDIR@|$(PREFIX)/bin|g' $(TOOL_DIR)/pbitmap-device-gap.service \
+	sed -e 's|@BINDIR@|$(PREFIX)/bin|g' -e 's|@SBINDIR@|$(PREFIX)/sbin|g' \
+		$(TOOL_DIR)/pbitmap-device-gap.service \
 		>$(DESTDIR)$(UNITDIR)/pbitmap-device-gap.service
 	@mkdir -p $(DESTDIR)$(UNITDIR)/multi-user.target.wants
 	ln -sf ../pbitmap-device-gap.service \
