@@ -2,14 +2,15 @@
 # Guest test, on Debian's own kernel (its blk-throttle: io.max): `pbitmap
 # device-gap` tells a disk that charges requests from one that charges
 # bytes.  The root disk is throttled by QEMU to 150 read requests a second
-# whatever their size: a request costs more than any gap, so the kernel's
-# model must stand.  The same disk read from a cgroup whose io.max also
-# caps it at 4 MiB/s charges bytes: a 6.7 ms request is worth about 27 KiB
+# whatever their size: a request costs more than any gap, so the gap is
+# the widest --set writes (1024 KiB, or the disk's largest request if
+# smaller), at least twice the kernel's model.  The same disk read from a
+# cgroup whose io.max also caps it at 4 MiB/s charges bytes: a 6.7 ms request is worth about 27 KiB
 # of transfer, so the gap measured must be narrower than the model's
 # (128 or 256 KiB) and wide enough to join runs (16-64 KiB).  --set on a
 # kernel without the patch records the gap for pbitmapd only: it says so
-# (a note, exit 0) and writes "KIB MAJ:MIN" to /run/pbitmap/device-gap (-1
-# and /usr's device on the plain disk; the narrower gap under io.max, in a
+# (a note, exit 0) and writes "KIB MAJ:MIN" to /run/pbitmap/device-gap (the
+# widest gap and /usr's device on the plain disk; the narrower gap under io.max, in a
 # directory of PBITMAP_RUNDIR's), and pbitmapd --print-config (the build
 # beside the test) then joins across min(64, that gap), "measured at
 # boot".  Also: a path on no block device is refused, and a bad --depth is
@@ -35,11 +36,15 @@ gap_of() {	# OUTPUT-FILE: the gap it printed, or "model"
 	if grep -q "the kernel's model ([0-9]* KiB) stands" "$1"; then echo model; return; fi
 	sed -n 's/.*join gap \([0-9]*\) KiB.*/\1/p' "$1"
 }
+# The widest gap --set writes on this disk: 1024 KiB, or its largest request.
+msk=$(cat "/sys/dev/block/$dev/queue/max_sectors_kb") || fail "no max_sectors_kb for $dev"
+wide=$((msk < 1024 ? msk : 1024))
+((wide >= 512)) || fail "the disk's largest request is $msk KiB: too small for this test's wide gap"
 
-# 1. Requests charged, bytes free: the model stands.
+# 1. Requests charged, bytes free: the widest gap.
 pbitmap device-gap /usr >plain.txt || fail "device-gap on the plain disk failed: $(cat plain.txt)"
 cat plain.txt
-[ "$(gap_of plain.txt)" = model ] || fail "150 IOPS whatever the size: the model should stand"
+[ "$(gap_of plain.txt)" = "$wide" ] || fail "150 IOPS whatever the size: the gap should be $wide KiB"
 
 # 2. Bytes charged too (blk-throttle): a narrower gap.
 [ -f /sys/fs/cgroup/cgroup.controllers ] || fail "no cgroup v2 hierarchy"
@@ -60,14 +65,14 @@ rc=0; pbitmap device-gap --set /usr >set.txt 2>set.err || rc=$?
 [ $rc = 0 ] || fail "--set on a stock kernel: exit $rc, not 0: $(cat set.err)"
 grep -qx "pbitmap: /proc/sys/vm/pbitmap_merge_gap_kb: no such setting: the kernel has no pbitmap patch; the gap is recorded for pbitmapd only" set.err ||
 	fail "--set on a stock kernel: $(cat set.err)"
-[ "$(gap_of set.txt)" = model ] || fail "--set on the plain disk: the model should stand: $(cat set.txt)"
-[ "$(cat /run/pbitmap/device-gap)" = "-1 $usr_dev" ] ||
-	fail "/run/pbitmap/device-gap: '$(cat /run/pbitmap/device-gap)', not '-1 $usr_dev'"
+[ "$(gap_of set.txt)" = "$wide" ] || fail "--set on the plain disk: the gap should be $wide KiB: $(cat set.txt)"
+[ "$(cat /run/pbitmap/device-gap)" = "$wide $usr_dev" ] ||
+	fail "/run/pbitmap/device-gap: '$(cat /run/pbitmap/device-gap)', not '$wide $usr_dev'"
 [ "$(stat -c %a /run/pbitmap)/$(stat -c %a /run/pbitmap/device-gap)" = 755/644 ] ||
 	fail "modes of /run/pbitmap and its file: $(stat -c %a /run/pbitmap /run/pbitmap/device-gap)"
 [ "$(ls -A /run/pbitmap)" = device-gap ] || fail "left in /run/pbitmap: $(ls -A /run/pbitmap)"
 "$PBITMAPD" --print-config -c /dev/null >cfg.txt || fail "pbitmapd --print-config failed"
-grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB 64 (default)" cfg.txt || fail "-1 recorded: $(cat cfg.txt)"
+grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB 64 (default)" cfg.txt || fail "$wide KiB recorded, wider than the default: $(cat cfg.txt)"
 export PBITMAP_RUNDIR=$W/run
 sh -c 'echo $$ >"$1/cgroup.procs" && exec pbitmap device-gap -q --set /usr' sh "$cg" >setq.txt ||
 	fail "device-gap -q --set under io.max failed"
@@ -88,4 +93,4 @@ rc=0; pbitmap device-gap /proc 2>proc.err || rc=$?
 [ $rc = 1 ] && grep -q "not on a block device" proc.err || fail "/proc: exit $rc, $(cat proc.err)"
 rc=0; pbitmap device-gap --depth 0 /usr 2>depth.err || rc=$?
 [ $rc = 2 ] || fail "--depth 0: exit $rc, not 2"
-echo "PASS: t-device-gap (requests only: the model; 4 MiB/s: $g KiB; --set recorded -1, then $q KiB for pbitmapd: $want)"
+echo "PASS: t-device-gap (requests only: $wide KiB; 4 MiB/s: $g KiB; --set recorded $wide, then $q KiB for pbitmapd: $want)"

@@ -12,14 +12,17 @@
  * operation is worth 43 KiB of transfer) pays for every gap byte read; on
  * the benchmark's model of it, python3's start-up plan took 1.62 s with the
  * model's gap and 1.18 s with 32 KiB, the stock kernel 1.44 s
- * (docs/bench/2026-11-30-gap.md).  So measure: reads of 4 KiB and of 256
- * KiB at random places, DEPTH at once (a plan's batch is submitted at
- * once; the kernel's native AIO, no threads), direct I/O so that no cache
- * answers, in three rounds of each size
- * taken alternately (the medians); the time per request grows
- * with its size as t(s) = c + s * b, and the gap is c / b.  --set writes it
- * to vm.pbitmap_merge_gap_kb when it is narrower than the kernel's model,
- * and -1 (the model) otherwise: the model also bounds the pages its joins
+ * (docs/bench/2026-11-30-gap.md).  A disk that charges requests and not
+ * bytes is the other way round: the model's gap is too narrow, and a plan
+ * that joined more would read its batch in fewer requests.  So measure:
+ * reads of 4 KiB and of 1 MiB at random places, DEPTH at once (a plan's
+ * batch is submitted at once; the kernel's native AIO, no threads), direct
+ * I/O so that no cache answers, in three rounds of each size taken
+ * alternately (the medians); the time per request grows with its size as
+ * t(s) = c + s * b, and the gap is c / b, at most WIDEST_KB and the
+ * device's largest request.  --set writes it to vm.pbitmap_merge_gap_kb
+ * when it is narrower than the kernel's model or at least twice as wide,
+ * and -1 (the model) between: the model also bounds the pages its joins
  * add, which a fixed gap does not.  With -q only that value is printed.
  * --set also records that value and the device's MAJ:MIN in
  * /run/pbitmap/device-gap, on every kernel: pbitmapd, on a stock kernel,
@@ -46,7 +49,16 @@
 
 #define GAP_SYSCTL	"/proc/sys/vm/pbitmap_merge_gap_kb"
 #define SMALL		(4u << 10)
-#define LARGE		(256u << 10)
+#define LARGE		(1024u << 10)
+/*
+ * The widest gap --set writes, wider than the kernel's model where a request
+ * costs more than twice the model's gap: on the benchmark's 150-IOPS disk
+ * (requests charged, bytes free) a fixed 1024 KiB gap took the git-pack
+ * lookups from 1.125 s to 0.685 s and gdb from 1.80 s to 1.57 s, where 4096
+ * KiB read the pack nearly whole and gave 0.960 s
+ * (docs/bench/2026-11-30-wide-gap.md).
+ */
+#define WIDEST_KB	1024
 #define MIN_READS	16	/* per size, whatever the time */
 #define MAX_READS	4096
 #define MAX_DEPTH	64
@@ -84,7 +96,7 @@ struct sample {
 	uint64_t x;		/* xorshift64 state: the places */
 	unsigned int size;
 	struct iocb cb[MAX_DEPTH];
-	char *buf;		/* MAX_DEPTH buffers of LARGE bytes */
+	char *buf;		/* a buffer of LARGE bytes per slot */
 };
 
 /* Start slot @i's next read, at a random place. */
@@ -190,7 +202,7 @@ static int sample_sizes(const char *dev, int fd, uint64_t cells, unsigned int de
 	int ret = 0;
 
 	smp.x = (uint64_t)now() * 0x9e3779b97f4a7c15ull | 1;
-	if (posix_memalign((void **)&smp.buf, LARGE, (size_t)MAX_DEPTH * LARGE))
+	if (posix_memalign((void **)&smp.buf, 4096, (size_t)depth * LARGE))
 		return pb_error(dev, "out of memory");
 	if (aio_setup(MAX_DEPTH, &smp.ctx)) {
 		free(smp.buf);
@@ -338,13 +350,24 @@ static int set_gap(long long kb, unsigned int maj, unsigned int min)
 	return ret;
 }
 
+/*
+ * The value --set writes for a request worth @gap_kb of transfer: that gap
+ * where it is narrower than the kernel's model @model_kb, or at least twice
+ * as wide; -1 (the model) between, where the model is about right and also
+ * bounds the pages its joins add, which a fixed gap does not.
+ */
+static long long gap_of(long long gap_kb, long long model_kb)
+{
+	return gap_kb < model_kb || gap_kb >= 2 * model_kb ? gap_kb : -1;
+}
+
 static int measure(const char *path, unsigned int depth, bool set)
 {
 	unsigned int maj, min;
 	char dev[64];
 	uint64_t bytes;
 	double small, large, byte_s, req_s;
-	long long gap_kb, model, setting;
+	long long gap_kb, model, widest, setting;
 	struct stat st;
 	int fd;
 
@@ -369,25 +392,39 @@ static int measure(const char *path, unsigned int depth, bool set)
 	}
 	close(fd);
 	model = (long long)model_gap_kb(maj, min);
-	/* t(s) = c + s * b, from the two sizes; bytes free when b <= 0. */
+	widest = (long long)queue_value(maj, min, "max_sectors_kb", WIDEST_KB);
+	widest = widest < WIDEST_KB ? widest : WIDEST_KB;
+	/*
+	 * t(s) = c + s * b, from the two sizes: bytes free (b <= 0) makes any
+	 * gap worth reading, up to the widest; requests free (c <= 0), none
+	 * wider than the model.
+	 */
 	byte_s = (large - small) / (LARGE - SMALL);
 	req_s = small - SMALL * (byte_s > 0 ? byte_s : 0);
-	gap_kb = byte_s > 0 && req_s > 0 ? (long long)(req_s / byte_s) >> 10 : model;
-	gap_kb &= ~3LL;			/* whole pages */
-	setting = gap_kb < model ? gap_kb : -1;	/* -1: the kernel's model */
+	if (byte_s <= 0)
+		gap_kb = widest;
+	else if (req_s <= 0)
+		gap_kb = model;
+	else
+		gap_kb = (long long)(req_s / byte_s) >> 10;
+	gap_kb = (gap_kb < widest ? gap_kb : widest) & ~3LL;	/* whole pages */
+	setting = gap_of(gap_kb, model);
 	if (pb_quiet) {		/* -q: the value --set writes, alone */
 		printf("%lld\n", setting);
 		goto out;
 	}
 	printf("%s: %s (%u:%u), %u reads at once\n", path, dev, maj, min, depth);
 	printf("  4 KiB reads:   %8.3f ms each\n", small * 1e3);
-	printf("  256 KiB reads: %8.3f ms each\n", large * 1e3);
-	if (setting >= 0)
-		printf("  a request costs as much as %lld KiB of transfer: join gap %lld KiB"
-		       " (the kernel's model: %lld KiB)\n", gap_kb, gap_kb, model);
+	printf("  1 MiB reads:   %8.3f ms each\n", large * 1e3);
+	if (setting < 0)
+		printf("  a request costs as much as %lld KiB of transfer: the kernel's model"
+		       " (%lld KiB) stands\n", gap_kb, model);
+	else if (gap_kb >= widest)
+		printf("  a request costs as much as %lld KiB of transfer or more: join gap"
+		       " %lld KiB (the kernel's model: %lld KiB)\n", gap_kb, setting, model);
 	else
-		printf("  a request costs more than %lld KiB of transfer: the kernel's model"
-		       " (%lld KiB) stands\n", model, model);
+		printf("  a request costs as much as %lld KiB of transfer: join gap %lld KiB"
+		       " (the kernel's model: %lld KiB)\n", gap_kb, setting, model);
 out:
 	if (pb_flush_stdout())
 		return PB_FAIL;
