@@ -28,9 +28,17 @@
  *     the writer may not write, IMA, fs-verity, immutable) and never wait
  *     on a lock: PBITMAP_LOCK_TIMEOUT is 0 in the writer.  The security
  *     modules see pbitmapd's writer child, not the learner.
- *   - An ELF file is written as the tool writes it: a copy renamed over
- *     it.  Its inode changes, and a start-up plan naming it goes stale
- *     until it is written again (pbitmapd(8)).
+ *   - An ELF file's generation goes where the kernel writes it, into
+ *     the record slot that is not current, in place (pb_save_learned(),
+ *     elfstore.c): the file keeps its inode, so the start-up plans that
+ *     name a library stay valid.  Where that is not safe from user space
+ *     it is written as the tool writes every other change, a copy
+ *     renamed over it, and gets a new inode: the program itself (a
+ *     write-open would make a concurrent exec of it fail; plans written
+ *     by the tool do not list it), a file being executed (ETXTBSY), one
+ *     with set-ID bits or file capabilities (a write removes them), or
+ *     without its marker.  learn_in_place counts the files kept
+ *     (pbitmapd(8)).
  */
 #include <endian.h>
 #include <errno.h>
@@ -442,8 +450,9 @@ static bool admits(const struct learner *l, const struct learn_file *lf, struct 
 
 /*
  * Write @lf's generation, if the file admits it.  The program itself,
- * rewritten, has a new inode: the BPF side is told to follow that one
- * (@r), else every other run of it would go unlearned.
+ * rewritten by a renamed copy, has a new inode: the BPF side is told to
+ * follow that one (@r), else every other run of it would go unlearned
+ * (written in place, it is the same inode, told again: harmless).
  */
 static void write_one(const struct learner *l, const struct learn_file *lf, bool as_root,
 		      struct report *r)
@@ -471,6 +480,7 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 		pbd.n.learn_skip_failed++;
 	} else {
 		pbd.n.learn_written++;
+		pbd.n.learn_in_place += f.saved_in_place;
 		pbd.n.learn_pages += marked;
 		if (lf->dev == l->exe_dev && lf->ino == l->exe_ino) {
 			r->relearn = true;
@@ -479,8 +489,9 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 		}
 		if (pb_verbose)
 			pb_note(lf->path, "learned: generation %" PRIu64 ", %" PRIu64 " of %"
-				PRIu64 " pages", le64toh(pb_hdr(&f.rec)->runs), marked,
-				pb_nr_pages(&f.rec));
+				PRIu64 " pages, %s", le64toh(pb_hdr(&f.rec)->runs), marked,
+				pb_nr_pages(&f.rec), f.saved_in_place ? "in place" :
+				"by a renamed copy");
 	}
 	pb_close(&f);
 }

@@ -314,6 +314,7 @@ static void read_events(int fan, int report_fd,
 static void add_learn_report(const struct counters *n)
 {
 	pbd.n.learn_written += n->learn_written;
+	pbd.n.learn_in_place += n->learn_in_place;
 	pbd.n.learn_pages += n->learn_pages;
 	pbd.n.learn_skip_recent += n->learn_skip_recent;
 	pbd.n.learn_skip_policy += n->learn_skip_policy;
@@ -362,7 +363,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
-	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_pages),
+	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_skip_recent), COUNTER(learn_skip_policy), COUNTER(learn_skip_changed),
 	COUNTER(learn_skip_failed), COUNTER(learn_lost), COUNTER(learn_events_lost),
 };

@@ -31,9 +31,10 @@ struct fanotify_event_info_pidfd {
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same */
 /*
- * A learning run's writer: each ELF file is rewritten whole and synced
- * (the tool's publish order), tens of MiB for a program's libraries; on a
- * slow disk that takes more than an exec's bounds.
+ * A learning run's writer: a library's record slot is written in place,
+ * but a program (and a file that cannot be written in place) is rewritten
+ * whole and synced (the tool's publish order), tens of MiB for a large
+ * program; on a slow disk that takes more than an exec's bounds.
  */
 #define WRITER_SECONDS	120
 #define WRITER_CPU	20
@@ -66,8 +67,8 @@ struct counters {
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	/* learning (learn.c) */
-	uint64_t learners, learn_written, learn_pages, learn_skip_recent, learn_skip_policy;
-	uint64_t learn_skip_changed, learn_skip_failed, learn_lost, learn_events_lost;
+	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_skip_recent;
+	uint64_t learn_skip_policy, learn_skip_changed, learn_skip_failed, learn_lost, learn_events_lost;
 };
 
 /* A child's report, one write() (atomic: less than PIPE_BUF). */

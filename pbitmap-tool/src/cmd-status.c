@@ -42,6 +42,7 @@ static const struct {
 	{ "killed_stopped", "children (readers, writers) their user stopped: killed at once" },
 	{ "learners", "runs of stamped programs followed to learn from" },
 	{ "learn_written", "files given a learned generation" },
+	{ "learn_in_place", "of which in place (the same inode; the rest by a renamed copy)" },
 	{ "learn_pages", "pages marked in those generations" },
 	{ "learn_skip_recent", "not learned: learned less than learn_interval_s before" },
 	{ "learn_skip_policy", "files not written: their policy does not admit the run" },

@@ -21,18 +21,23 @@
  * The tool itself now makes every change in a private copy that replace.c
  * renames over the file, so the write order below protects files written
  * in place by earlier versions, and a copy is synced once, before it is
- * published, rather than at each step.
+ * published, rather than at each step.  The one exception is a learned
+ * generation (pb_elf_save_in_place(), below).
  *
  * The section holds the record twice (include/uapi/linux/pbitmap.h): the
- * tool writes both slots alike; the kernel writes a learned generation
- * into the slot that is not current, so that a crash never tears the one
- * in use.  Reading takes the current slot.
+ * tool writes both slots alike when it stamps or changes a record; a
+ * learned generation, the kernel's and the tool's (`pbitmap record`,
+ * pbitmapd: generation.c), goes into the slot that is not current, in
+ * place, with one more run than the current one, so that a crash never
+ * tears the one in use and the file keeps its inode.  Reading takes the
+ * current slot (pb_slot_current(): the valid one with more runs).
  *
  * libelf reads and checks the file and translates headers to file order;
  * the only bytes written by hand are the ones libelf translated for us.
  */
 #include <endian.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -40,6 +45,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "pbitmap.h"
@@ -1176,6 +1183,160 @@ int pb_elf_save(struct pb_file *f)
 	if (write_section(f->fd, &f->rec, f->elf->pb_shdr.sh_offset))
 		return pb_error_errno(f->path, "write of the bitmap");
 	return sync_or_fail(f);
+}
+
+/* ---- a learned generation, in place ------------------------------------- */
+
+/*
+ * Why the slot that is not current cannot be written in place, checked
+ * before anything is written, or NULL.  Each reason is a case where the
+ * kernel's write-back would not write either, or one where a write(2)
+ * from user space changes more than the kernel's does (it goes through
+ * file_remove_privs() and file_update_time(); the kernel's writes
+ * through the page cache and moves only ctime).
+ */
+static const char *in_place_refusal(struct pb_file *f, const struct stat *st,
+				    size_t *stride)
+{
+	const struct pb_elf *e = f->elf;
+	long page = sysconf(_SC_PAGESIZE);
+	size_t slot_size;
+
+	if (!e || !e->pb_index || !f->has_record || e->slot < 0 || !e->undo_ok)
+		return "no valid two-slot section";
+	slot_size = pb_slot_size(e->pb_shdr.sh_size, stride);
+	if (!slot_size || slot_size != f->rec.size)
+		return "the record does not fit its slot";
+	if ((uint64_t)st->st_size != e->file_size)
+		return "its size changed since it was read";
+	/* The kernel's test: never a page that a PT_LOAD segment may map. */
+	if (page > 0 && e->pb_shdr.sh_offset / (uint64_t)page * (uint64_t)page <
+			pb_elf_content_size(f))
+		return "its section shares a page with the program's content";
+	/*
+	 * A slot write changes nothing the marker holds (the section's offset
+	 * and size, the file's size), so a valid one stays valid; a missing
+	 * or stale one is set again by the renamed copy.  Without user
+	 * attributes on the filesystem there is none to keep.
+	 */
+	if (f->marker != PB_MARKER_OK && f->marker != PB_MARKER_UNSUPPORTED)
+		return "its user.pbitmap marker is missing or stale";
+	/* A write(2) clears set-ID bits (without CAP_FSETID) and removes file capabilities. */
+	if ((st->st_mode & S_ISUID) || (st->st_mode & (S_ISGID | S_IXGRP)) == (S_ISGID | S_IXGRP))
+		return "set-user-ID or set-group-ID: a write would clear that";
+	if (fgetxattr(f->fd, "security.capability", NULL, 0) >= 0 ||
+	    (errno != ENODATA && errno != ENOTSUP))
+		return "it has file capabilities: a write would remove them";
+	/*
+	 * While a descriptor is open for writing, every execve() of the file
+	 * fails with ETXTBSY: a program started in a loop (a compiler in a
+	 * build) would fail at random.  A program (ET_EXEC, PIE) keeps the
+	 * renamed copy; start-up plans written by the tool do not list the
+	 * program itself (cmd-plan.c).  Libraries are mapped, not executed.
+	 */
+	if (pb_elf_is_program(f))
+		return "an executable: a write-open would make a concurrent exec of it fail";
+	return NULL;
+}
+
+/*
+ * Write f->rec, a learned generation (one more run than the current
+ * slot's), into the slot that is not current, as the kernel's write-back
+ * does (mm/pbitmap/writeback.c; docs/FORMAT.md, "In an ELF executable or
+ * shared library"): under the writers' lock pb_open(PB_OPEN_WRITE) took,
+ * after its refusals (IMA, fs-verity, immutable, not writable), the
+ * current slot made durable first, then the other slot written, then
+ * synced.  A reader meanwhile finds the other slot failing its checksum
+ * and reads the current one; a kill at any point leaves the current one
+ * whole, and the next learned write goes into the torn slot again.  The
+ * file keeps its inode, so start-up plans naming it stay valid, its
+ * hard links see the new generation, and its modification time is put
+ * back (the kernel never moves it; ctime moves, as for any write).
+ */
+int pb_elf_save_in_place(struct pb_file *f, const char **why)
+{
+	static char why_open[160];
+	struct pb_elf *e = f->elf;
+	struct timespec times[2];
+	unsigned int oflags = O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY |
+			      ((f->open_flags & PB_OPEN_FOLLOW) ? 0 : O_NOFOLLOW);
+	size_t stride = 0, half;
+	struct stat st, wst;
+	uint64_t off;
+	int wfd, next;
+
+	if (f->rep)
+		return pb_error(f->path, "internal error: a learned generation during a change");
+	pb_record_seal(&f->rec);
+	if (fstat(f->fd, &st))
+		return pb_error_errno(f->path, "fstat");
+	*why = in_place_refusal(f, &st, &stride);
+	if (*why)
+		return PB_NONE;
+	/*
+	 * The modification time is put back after the write, which takes
+	 * what setting it takes (the owner, or CAP_FOWNER): set it to what it
+	 * is now first, before a byte is written (ctime moves, as it will).
+	 */
+	times[0].tv_sec = 0;
+	times[0].tv_nsec = UTIME_OMIT;
+	times[1] = st.st_mtim;
+	if (futimens(f->fd, times)) {
+		*why = "its modification time could not be kept (not its owner)";
+		return PB_NONE;
+	}
+	/*
+	 * The current slot on the disk before the other one is written: a
+	 * write of the kernel's may still be dirty in the page cache, and
+	 * writeback could then write both slots at once.
+	 */
+	if (fdatasync(f->fd))
+		return pb_error_errno(f->path, "fdatasync");
+	pb_fault_point("in-place-durable");
+	/* The same inode, which the lock is on: opened by its name, and checked. */
+	wfd = pb_path_open(f->path, (int)oflags, 0);
+	if (wfd < 0) {
+		snprintf(why_open, sizeof(why_open), "%s",
+			 errno == ETXTBSY ? "it is being executed (ETXTBSY: exec denies writers)" :
+			 "it cannot be opened for writing");
+		if (errno != ETXTBSY)
+			snprintf(why_open + strlen(why_open), sizeof(why_open) - strlen(why_open),
+				 ": %s", strerror(errno));
+		*why = why_open;
+		return PB_NONE;
+	}
+	if (fstat(wfd, &wst) || wst.st_dev != st.st_dev || wst.st_ino != st.st_ino) {
+		close(wfd);
+		*why = "its name leads to another file now";
+		return PB_NONE;
+	}
+	next = !e->slot;
+	off = e->pb_shdr.sh_offset + (next ? stride : 0);
+	/* In two writes: the crash tests kill it in between (a torn slot). */
+	half = f->rec.size / 2;
+	if (pwrite_full(wfd, f->rec.buf, half, off))
+		goto fail;
+	pb_fault_point("in-place-half");
+	if (pwrite_full(wfd, f->rec.buf + half, f->rec.size - half, off + half))
+		goto fail;
+	pb_fault_point("in-place-written");
+	if (futimens(wfd, times))
+		pb_error_errno(f->path, "cannot put its modification time back");
+	if (close(wfd))
+		return pb_error_errno(f->path, "write of the bitmap");
+	/* Closed before the sync: the file is open for writing no longer than the write. */
+	if (fdatasync(f->fd))
+		return pb_error_errno(f->path, "fdatasync");
+	pb_fault_point("in-place-synced");
+	e->slot = next;
+	if (fstat(f->fd, &f->st))
+		return pb_error_errno(f->path, "fstat");
+	return 0;
+fail:
+	/* The current slot is untouched: the file reads as before. */
+	pb_error_errno(f->path, "write of the bitmap into its other slot");
+	close(wfd);
+	return PB_FAIL;
 }
 
 int pb_elf_read_original(struct pb_file *f,

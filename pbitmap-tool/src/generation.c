@@ -2,7 +2,14 @@
 /*
  * A learned generation: pages a program was seen to use, made the newest
  * plane of a file's record and saved.  `pbitmap record` (cmd-record.c)
- * and pbitmapd's learning share it, so both write what the kernel would.
+ * and pbitmapd's learning share it, so both write what the kernel would,
+ * where the kernel would: an ELF file's record slot that is not current,
+ * in place (pb_save_learned(), elfstore.c), so the file keeps its inode
+ * and the start-up plans naming it stay valid; a data file's attribute.
+ * Where that is not safe from user space (a program, which a write-open
+ * would keep from being executed; set-ID bits or file capabilities, which
+ * a write removes; a missing marker; a file being executed), the file is
+ * written as every other change is, a copy renamed over it (replace.c).
  */
 #include <endian.h>
 #include <inttypes.h>
@@ -42,7 +49,7 @@ int pb_learn_generation(struct pb_file *f, const struct pb_pageset *pages, uint6
 	build_plane(f, pages, page_size, plane);
 	*marked = pb_count_bits(plane, nr);
 	pb_shift_in(&f->rec, plane, time(NULL));
-	ret = pb_save(f);
+	ret = pb_save_learned(f);
 	free(plane);
 	return ret;
 }

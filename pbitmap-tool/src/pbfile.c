@@ -4,9 +4,12 @@
  *
  * A writer holds the writers' lock on the file from before it reads the
  * record until its change is published (replace.c, docs/FORMAT.md).  An
- * ELF file is changed in a copy renamed over it, all at once (replace.c);
- * a data file's record is one extended attribute, replaced by a single
- * fsetxattr() on the file itself (its content, inode and links stay).
+ * ELF file is changed in a copy renamed over it, all at once (replace.c),
+ * except a learned generation, which goes into the record slot that is
+ * not current, in place, where that is safe (pb_save_learned(),
+ * elfstore.c); a data file's record is one extended attribute, replaced
+ * by a single fsetxattr() on the file itself (its content, inode and
+ * links stay).
  * Files that must not change are refused before anything is written.
  */
 #include <endian.h>
@@ -410,6 +413,34 @@ int pb_save(struct pb_file *f)
 	return f->store->end_change(f, f->store->write(f));
 }
 
+int pb_save_learned(struct pb_file *f)
+{
+	const char *why = "the store has no slot to write in place";
+	int ret = PB_NONE;
+
+	f->saved_in_place = false;
+	f->copy_why = NULL;
+	if (f->store->save_in_place)
+		ret = f->store->save_in_place(f, &why);
+	if (ret != PB_NONE) {
+		f->saved_in_place = !ret;
+		if (!ret && pb_verbose && f->store->slot) {
+			uint64_t slot_offset, section_size;
+
+			pb_note(f->path, "written in place, into slot %d (the same inode)",
+				f->store->slot(f, &slot_offset, &section_size));
+		} else if (!ret && pb_verbose) {
+			pb_note(f->path, "written in place (the same inode)");
+		}
+		return ret;
+	}
+	f->copy_why = why;
+	if (pb_verbose)
+		pb_note(f->path, "not written in place (%s): a copy renamed over it, a new inode",
+			why);
+	return pb_save(f);
+}
+
 uint64_t pb_content_size(const struct pb_file *f)
 {
 	return f->store->content_size(f);
@@ -531,6 +562,7 @@ const struct pb_store_ops pb_elf_store = {
 	.stamp = elf_stamp,
 	.make_room = elf_make_room,
 	.write = pb_elf_save,
+	.save_in_place = pb_elf_save_in_place,
 	.is_program = pb_elf_is_program,
 	.unstamp = elf_unstamp,
 	.content_size = pb_elf_content_size,
@@ -563,6 +595,13 @@ static int data_make_room(struct pb_file *f)
 {
 	(void)f;
 	return 0;
+}
+
+/* A data file's record is always written in place: one fsetxattr() on the file. */
+static int data_save_in_place(struct pb_file *f, const char **why)
+{
+	(void)why;
+	return pb_xattr_save(f);
 }
 
 /* More generations may need a coarser granule to fit the attribute. */
@@ -631,6 +670,7 @@ const struct pb_store_ops pb_xattr_store = {
 	.stamp = pb_xattr_stamp,
 	.make_room = data_make_room,
 	.write = pb_xattr_save,
+	.save_in_place = data_save_in_place,
 	.restamp_params = data_restamp_params,
 	.unstamp = pb_xattr_unstamp,
 	.content_size = data_content_size,

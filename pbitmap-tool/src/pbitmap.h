@@ -391,6 +391,16 @@ struct pb_store_ops {
 	int (*make_room)(struct pb_file *f);
 	/* Write f->rec back in place (planes, counters, threshold, flags). */
 	int (*write)(struct pb_file *f);
+	/*
+	 * Save a learned generation (f->rec, one more run) without a change
+	 * of the file's inode, a whole write of its own (no begin_change()):
+	 * ELF writes the record slot that is not current, in place, as the
+	 * kernel does (elfstore.c); xattr replaces the attribute, as write()
+	 * does.  0: written; PB_NONE: not safe or not possible here, nothing
+	 * written, *@why says why (the caller then saves by begin_change(),
+	 * write(), end_change()); PB_FAIL.  NULL: never in place.
+	 */
+	int (*save_in_place)(struct pb_file *f, const char **why);
 	/* An executable, which gets a plan area by default; NULL: never. */
 	bool (*is_program)(const struct pb_file *f);
 	/* Adjust a re-stamp's parameters to the store; NULL: nothing to adjust. */
@@ -432,6 +442,8 @@ struct pb_file {
 	struct pb_elf *elf;		/* ELF details, NULL for data files */
 	struct pb_replace *rep;		/* ELF: a change in progress; @fd is then a
 					 * private copy of the file (replace.c) */
+	bool saved_in_place;		/* pb_save_learned() kept the inode */
+	const char *copy_why;		/* else why it could not (NULL: not saved) */
 };
 
 /*
@@ -464,6 +476,14 @@ size_t pb_plan_size_for(const struct pb_file *f, const struct pb_params *p);
 int pb_unstamp(struct pb_file *f);
 /* Write f->rec back in place (planes and counters only); reseals it. */
 int pb_save(struct pb_file *f);
+/*
+ * Save a learned generation (pb_shift_in() done): through the store's
+ * save_in_place() when it can (the file keeps its inode: start-up plans
+ * naming it stay valid), else as pb_save() does (an ELF file: a copy
+ * renamed over it), saying why with -v.  Sets f->saved_in_place, or
+ * f->copy_why.  0 or pb_save()'s error.
+ */
+int pb_save_learned(struct pb_file *f);
 /* Size of the original (un-stamped) content. */
 uint64_t pb_content_size(const struct pb_file *f);
 /*
@@ -507,6 +527,8 @@ void pb_elf_free(struct pb_file *f);
 int pb_elf_stamp(struct pb_file *f, const struct pb_params *p);
 int pb_elf_unstamp(struct pb_file *f);
 int pb_elf_save(struct pb_file *f);
+/* The store's save_in_place(): the slot that is not current (elfstore.c). */
+int pb_elf_save_in_place(struct pb_file *f, const char **why);
 int pb_elf_read_original(struct pb_file *f,
 			 int (*sink)(void *ctx, const void *buf, size_t len),
 			 void *ctx);
@@ -604,8 +626,9 @@ void pb_pageset_free(struct pb_pageset *s);
 
 /*
  * Make @pages (indices of @page_size-byte pages of the file) the newest
- * generation of @f's record, opened with PB_OPEN_WRITE, and save it
- * (generation.c); *@marked: the granules set.  0 or pb_save()'s error.
+ * generation of @f's record, opened with PB_OPEN_WRITE, and save it with
+ * pb_save_learned() (generation.c: in place where it can, the inode kept);
+ * *@marked: the granules set.  0 or pb_save()'s error.
  */
 int pb_learn_generation(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
 			uint64_t *marked);
