@@ -12,7 +12,7 @@ rm -rf "$W" && mkdir -p "$W" && cd "$W"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 S=/proc/sys/vm/pbitmap_merge_gap_kb
 [ -w $S ] || fail "no $S: this kernel has no pbitmap series"
-dev=$(findmnt -no MAJ:MIN --target /usr) || fail "no device for /usr"
+dev=$(findmnt -no MAJ:MIN --target /usr | tr -d " ") && [ -n "$dev" ] || fail "no device for /usr"
 msk=$(cat "/sys/dev/block/$dev/queue/max_sectors_kb" 2>/dev/null ||
       cat "/sys/dev/block/$dev/../queue/max_sectors_kb") || fail "no max_sectors_kb for $dev"
 wide=$((msk < 1024 ? msk : 1024))

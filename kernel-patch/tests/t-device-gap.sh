@@ -16,18 +16,18 @@
 # boot".  Also: a path on no block device is refused, and a bad --depth is
 # a usage error.
 set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)	# before the cd: $0 may be relative
+PBITMAPD=$HERE/pbitmapd
 W=/var/tmp/t-device-gap
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-HERE=$(cd "$(dirname "$0")" && pwd)
-PBITMAPD=$HERE/pbitmapd
 [ ! -e /proc/sys/vm/pbitmap_enabled ] ||
 	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
 [ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
 [ ! -e /run/pbitmap ] || fail "/run/pbitmap exists before the test: $(ls -la /run/pbitmap)"
 usr_dev=$(stat -c '%Hd:%Ld' /usr) || fail "stat /usr"
-dev=$(findmnt -no MAJ:MIN --target /usr) || fail "no device for /usr"
+dev=$(findmnt -no MAJ:MIN --target /usr | tr -d " ") && [ -n "$dev" ] || fail "no device for /usr"
 # The disk's own numbers, not a partition's (io.max takes a whole disk).
 disk=$(lsblk -ndo PKNAME "/dev/block/$dev" 2>/dev/null || true)
 [ -n "$disk" ] && dev=$(cat "/sys/class/block/$disk/dev")
