@@ -59,6 +59,7 @@
 #   pressure-off  the same eviction, pbitmap off: pressure's baseline
 #   pressure-plan as plan, on a full machine: the same eviction and fill, of
 #            the learned tree B's files (its data files are copies)
+#   pressure-plan-probed  pressure-plan with plan-probed's gap
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
@@ -95,13 +96,13 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan | pressure-plan-probed) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
 	return 1
 }
-is_pressure() { case $1 in pressure | pressure-off | pressure-plan) return 0 ;; esac; return 1; }
+is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed) return 0 ;; esac; return 1; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
@@ -137,7 +138,7 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 # The gap `pbitmap device-gap` measures on the bench disk, as the package's
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
-if has_condition plan-probed || has_condition plan-probed-paced; then
+if has_condition plan-probed || has_condition plan-probed-paced || has_condition pressure-plan-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
@@ -253,7 +254,7 @@ set_condition() {
 	plan | pressure-plan) en=1 plan=1 ;;
 	plan-paced) en=1 plan=1 inflight=-1 ;;
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
-	plan-probed) en=1 plan=1 gap=$probe_gap ;;
+	plan-probed | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	*) die "unknown condition $1" ;;
 	esac
@@ -280,7 +281,8 @@ drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # The pressure conditions' fill: a sparse file on the root disk (its reads
 # are neither disk reads nor vdb's), MemTotal + 25%.
 FILL=/var/tmp/bench/fill FILL_EVICT=/var/tmp/bench/fill-evict
-if has_condition pressure || has_condition pressure-off || has_condition pressure-plan; then
+if has_condition pressure || has_condition pressure-off || has_condition pressure-plan ||
+	has_condition pressure-plan-probed; then
 	gcc -std=c11 -O2 -Wall -Wextra -o $FILL_EVICT "$JOB/fill-evict.c" || die "cannot build fill-evict"
 	read -r _ memtotal_kb _ < <(grep '^MemTotal:' /proc/meminfo)
 	truncate -s "$((memtotal_kb * 5 / 4))K" $FILL || die "cannot make the fill file"
@@ -670,7 +672,7 @@ if [ "$WAITS" = 1 ]; then
 	} >"$OUT/waits.csv"
 	for w in "${workloads[@]}"; do
 		for c in "${conditions[@]}"; do
-			case $c in nora | warm | pressure | pressure-off | pressure-plan | preload) continue ;; esac
+			case $c in nora | warm | pressure | pressure-off | pressure-plan | pressure-plan-probed | preload) continue ;; esac
 			waits_run "$w" "$c"
 		done
 	done

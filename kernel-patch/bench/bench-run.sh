@@ -82,7 +82,7 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
 gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
 npress=0
-for c in $CONDITIONS; do case $c in pressure | pressure-off | pressure-plan) npress=$((npress + 1)) ;; esac; done
+for c in $CONDITIONS; do case $c in pressure | pressure-off | pressure-plan | pressure-plan-probed) npress=$((npress + 1)) ;; esac; done
 per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
 est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40) +
 	npress * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in) * 5))

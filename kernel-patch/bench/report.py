@@ -74,7 +74,7 @@ WARM = "warm"
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned", "plan",
                    "plan-paced", "plan-probed", "plan-probed-paced", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
-                   "pressure-plan")
+                   "pressure-plan", "pressure-plan-probed")
 # A full machine (page cache full of another file, the workload's files
 # evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`,
 # `pressure-plan` is `plan` there.
