@@ -16,6 +16,8 @@
 #                             tests on Debian's own kernel (make stock-kernel)
 #   make stock-kernel         Debian's linux-image of BASE's version, unpacked,
 #                             with an initramfs -> build/stock/{vmlinuz,initrd.img}
+#   make stock-kernel-7.3     Debian 13's backport of mainline 7.3, the same way
+#                             -> build/stock-7.3/ (make bench BENCH_KERNEL=stock-7.3)
 #   make vm-debug-check       build the debug kernel (KASAN=1: KASAN, lockdep,
 #                             kmemleak, fault injection, soft-lockup detector)
 #                             and run kernel-patch/tests/debug/t-*.sh and
@@ -61,7 +63,7 @@ GUEST_IMG  := $(BUILD)/guest.img
 
 .PHONY: kernel kernel-patch-check kernel-distro-check kernel-tree kernel-base-check \
 	kernel-series-check \
-	image vm-run vm-check vm-debug-check vm-debug-run stock-kernel
+	image vm-run vm-check vm-debug-check vm-debug-run stock-kernel stock-kernel-7.3
 
 # The linux-source and linux-config packages must be the version the series
 # was made against (kernel-patch/BASE), not whatever the archive has now:
@@ -160,6 +162,10 @@ VM_STOCK_TESTS  := t-stock-run t-daemon t-daemon-learn t-device-gap
 VM_STOCK_DIR    := $(BUILD)/vm-stock-tests
 stock-kernel: deps
 	$(KP_DIR)/scripts/stock-kernel $(STOCK_DIR)
+# Mainline 7.3 as Debian 13 backports it: the benchmark's (BENCH_KERNEL=stock-7.3).
+STOCK73_DIR     := $(BUILD)/stock-7.3
+stock-kernel-7.3: deps
+	$(KP_DIR)/scripts/stock-kernel --mainline $(STOCK73_DIR)
 vm-check: kernel image rpm deb stock-kernel $(BUILD)/pbitmapd
 	@rm -rf $(VM_TESTS) $(VM_LSM_DIR) $(VM_STOCK_DIR) && mkdir -p $(VM_TESTS) $(VM_LSM_DIR) $(VM_STOCK_DIR)
 	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/

@@ -60,6 +60,23 @@
 #   pressure-plan as plan, on a full machine: the same eviction and fill, of
 #            the learned tree B's files (its data files are copies)
 #   pressure-plan-probed  pressure-plan with plan-probed's gap
+#   daemon   pbitmapd (pbitmap-tool/daemon/) on whatever kernel booted, the
+#            series' prefetch off: in a third tree D whose bitmaps and
+#            start-up plans pbitmapd learned itself over LEARN_RUNS earlier
+#            cold runs (BPF; its defaults otherwise: the join gap of its
+#            kernel, the memory-pressure skip), started before each run
+#            after the drop, stopped after it; its counters per run in
+#            daemon.txt.  The only prefetching condition a stock kernel runs
+#   pressure-daemon  daemon on a full machine (tree D's files evicted)
+#   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
+#            series' kernel learned), the series' prefetch off: the same
+#            plans read from user space instead of at exec (a boot of the
+#            series only; its test-bed kernel has no BPF, so pbitmapd cannot
+#            learn there)
+#   pressure-daemon-b  daemon-b on a full machine
+# On a stock kernel (no vm.pbitmap_*: bench-run.sh's BENCH_KERNEL) only the
+# conditions that need nothing of the series run: off, nora, user, audit,
+# preload, warm, pressure-off, daemon, pressure-daemon.
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
@@ -96,20 +113,44 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan | pressure-plan-probed) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
 	return 1
 }
-is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed) return 0 ;; esac; return 1; }
+is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b) return 0 ;; esac; return 1; }
+# The conditions pbitmapd serves; those in the tree it learned (D).
+is_daemon() { case $1 in daemon | pressure-daemon | daemon-b | pressure-daemon-b) return 0 ;; esac; return 1; }
+in_tree_d() { case $1 in daemon | pressure-daemon) return 0 ;; esac; return 1; }
+needs_d() {
+	local c
+	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
+	return 1
+}
+needs_daemon() {
+	local c
+	for c in "${conditions[@]}"; do is_daemon "$c" && return 0; done
+	return 1
+}
+needs_series() { case $1 in off | nora | user | audit | preload | warm | pressure-off | daemon | pressure-daemon) return 1 ;; esac; return 0; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
 done
-for s in pbitmap_enabled pbitmap_mmap pbitmap_early_fault mmap_slurp_all pbitmap_learn; do
-	[ -w /proc/sys/vm/$s ] || die "the kernel has no vm.$s"
+! needs_daemon || [ -x "$JOB/pbitmapd" ] || die "no pbitmapd beside the job (bench-run.sh copies it)"
+# The series' kernel, or a stock one: there, only what needs nothing of it.
+series=0
+[ -e /proc/sys/vm/pbitmap_enabled ] && series=1
+for c in "${conditions[@]}"; do
+	[ $series = 1 ] || ! needs_series "$c" ||
+		die "condition $c needs the pbitmap kernel; $(uname -r) is a stock kernel"
 done
+if [ $series = 1 ]; then
+	for s in pbitmap_enabled pbitmap_mmap pbitmap_early_fault mmap_slurp_all pbitmap_learn; do
+		[ -w /proc/sys/vm/$s ] || die "the kernel has no vm.$s"
+	done
+fi
 # The wait-attribution pass needs the host-built waits.stp module and a
 # staprun of the same systemtap version: checked now, not after the runs.
 if [ "$WAITS" = 1 ]; then
@@ -119,6 +160,10 @@ if [ "$WAITS" = 1 ]; then
 	[ "$have" = "$(<"$JOB/stap-version")" ] ||
 		die "WAITS=1: guest staprun is '${have:-missing}', the module was built by systemtap $(<"$JOB/stap-version")"
 fi
+[ "$EXEC_BENCH" = 0 ] || [ $series = 1 ] ||
+	die "EXEC_BENCH=1 measures what the series costs a warm exec: not on a stock kernel"
+[ "$WAITS" = 0 ] || [ $series = 1 ] ||
+	die "WAITS=1: waits.stp is built for the series' kernel, not $(uname -r)"
 t_start=$EPOCHSECONDS
 log() { echo "$(date +%T) $*"; }
 
@@ -245,7 +290,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | audit | preload | warm | pressure-off) ;;
+	off | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-b | pressure-daemon-b) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -258,16 +303,39 @@ set_condition() {
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	*) die "unknown condition $1" ;;
 	esac
+	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
+	[ $series = 1 ] || return 0
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
 	vm mmap_slurp_all $slurp
 	vm pbitmap_plan $plan
 	vm pbitmap_merge_gap_kb $gap
 	[ ! -e /proc/sys/vm/pbitmap_plan_inflight_kb ] || vm pbitmap_plan_inflight_kb $inflight
-	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
+}
+# pbitmapd, as a user runs it (pbitmapd(8)): its settings file says on, and
+# what else it says is the condition's.  Its status file tells when it is
+# ready (written once its marks are placed) and what it did.
+DAEMON_STATUS=/run/bench-pbitmapd.status DAEMON_PID=
+daemon_start() {	# CONF: settings beside the work directory
+	rm -f $DAEMON_STATUS
+	"$JOB/pbitmapd" -c "$1" -s $DAEMON_STATUS 2>>"$OUT/daemon.log" &
+	DAEMON_PID=$!
+	local i
+	for ((i = 0; i < 200; i++)); do [ -s $DAEMON_STATUS ] && return 0; sleep 0.05; done
+	die "pbitmapd wrote no status file in 10 s: $(tail -n 5 "$OUT/daemon.log")"
+}
+daemon_counter() {	# NAME: sets VAL
+	proc_value $DAEMON_STATUS "$1"
+}
+daemon_stop() {
+	[ -n "$DAEMON_PID" ] || return 0
+	kill "$DAEMON_PID" 2>/dev/null || true
+	wait "$DAEMON_PID" 2>/dev/null || true
+	DAEMON_PID=
 }
 restore() {
+	daemon_stop
 	set_condition off
-	vm pbitmap_learn 0
+	[ $series = 0 ] || vm pbitmap_learn 0
 	kill "$pin_pid" 2>/dev/null || true
 }
 trap restore EXIT
@@ -277,12 +345,17 @@ set_condition off
 # measured on the unstamped disk; the union over workloads is what the set's
 # files are stamped with (a file several workloads use: libc, ld.so, ...).
 cd /var/tmp && rm -rf bench && mkdir bench && cd bench
+# pbitmapd's settings: on, its defaults else; reading ahead only, for the
+# runs, or learning too (tree D's set-up, every run learned).
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >daemon-learn.conf
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # The pressure conditions' fill: a sparse file on the root disk (its reads
 # are neither disk reads nor vdb's), MemTotal + 25%.
 FILL=/var/tmp/bench/fill FILL_EVICT=/var/tmp/bench/fill-evict
-if has_condition pressure || has_condition pressure-off || has_condition pressure-plan ||
-	has_condition pressure-plan-probed; then
+any_pressure=0
+for c in "${conditions[@]}"; do ! is_pressure "$c" || any_pressure=1; done
+if [ $any_pressure = 1 ]; then
 	gcc -std=c11 -O2 -Wall -Wextra -o $FILL_EVICT "$JOB/fill-evict.c" || die "cannot build fill-evict"
 	read -r _ memtotal_kb _ < <(grep '^MemTotal:' /proc/meminfo)
 	truncate -s "$((memtotal_kb * 5 / 4))K" $FILL || die "cannot make the fill file"
@@ -362,6 +435,23 @@ if needs_b; then
 	done
 fi
 
+# --- The daemon's tree D, made as B is (before A is stamped: D's links are
+# to the unstamped files).
+D=$A/dlearned
+if needs_d; then
+	log "daemon-learned tree"
+	mkdir -p $D
+	for d in usr etc var root; do cp -al $A/$d $D/; done
+	for l in bin sbin lib lib32 lib64 libx32; do [ -L $A/$l ] && cp -P $A/$l $D/; done
+	mkdir -p $D/proc $D/sys $D/dev $D/tmp
+	chroot_mounts $D
+	for f in "${stamped[@]}"; do
+		if ! head -c 4 "$A$f" | grep -q ELF; then
+			cp -p "$A$f" "$D$f.copy" && mv "$D$f.copy" "$D$f"
+		fi
+	done
+fi
+
 # --- Stamp A with the ground truth.
 log "stamping ${#stamped[@]} files"
 pbitmap add -q --break-links "${stamped[@]/#/$A}" || die "pbitmap add in $A failed"
@@ -415,6 +505,55 @@ PY
 		die "the learned tree has a file without a bitmap: $(tail -n 3 learned.txt)"
 fi
 
+# --- D learns, as B does, but from pbitmapd: empty bitmaps and plan areas,
+# the daemon running with learning on (its default policy: a file learns
+# from its owner's runs, root's here), one uncounted run of every workload
+# first (the daemon learns a program from its second exec: the first tells
+# it the program's policy), then LEARN_RUNS cold runs of each; each run's
+# generations written before the next run (its writers idle: pending 0).
+if needs_d; then
+	pbitmap add -q --break-links "${stamped[@]/#/$D}" || die "pbitmap add in $D failed"
+	dexes=()
+	for w in "${workloads[@]}"; do
+		for e in ${cmd[$w]%% *} $([ "$w" = gcc ] && echo "$cc1"); do
+			dexes+=("$D$(real "$e")")
+		done
+	done
+	pbitmap add -q --break-links --plan-size "$PLAN_SIZE" "${dexes[@]}" ||
+		die "pbitmap add --plan-size in $D failed"
+	daemon_idle() {	# the learning runs' writers done (10 s at most)
+		local i
+		for ((i = 0; i < 100; i++)); do
+			[ "$(awk '$1 == "pending" { print $2 }' $DAEMON_STATUS)" = 0 ] && return 0
+			sleep 0.1
+		done
+		die "pbitmapd's writers still busy after 10 s"
+	}
+	daemon_start /var/tmp/bench/daemon-learn.conf
+	[ "$(awk '$1 == "learning" { print $2 }' $DAEMON_STATUS)" = 1 ] ||
+		die "pbitmapd cannot learn on $(uname -r): $(tail -n 3 "$OUT/daemon.log")"
+	for ((i = 0; i <= LEARN_RUNS; i++)); do
+		for w in "${workloads[@]}"; do
+			log "daemon learning run $i of $LEARN_RUNS: $w"
+			drop
+			# shellcheck disable=SC2086
+			chroot $D ${cmd[$w]} >/dev/null 2>&1 </dev/null || true
+			sleep 0.5	# the exit's event reaches the daemon
+			daemon_idle
+		done
+	done
+	cp $DAEMON_STATUS "$OUT/daemon-learning-status"
+	daemon_stop
+	python3 - $D truth.json truth-D.json <<'PY'
+import json, sys
+t = json.load(open(sys.argv[2]))
+t["files"] = [dict(f, path=sys.argv[1] + f["path"]) for f in t["files"] if f["count"]]
+json.dump(t, open(sys.argv[3], "w"))
+PY
+	python3 "$JOB/jaccard.py" truth-D.json >dlearned.txt 2>&1 ||
+		die "the daemon-learned tree has a file without a bitmap: $(tail -n 3 dlearned.txt)"
+fi
+
 # --- The request floor of every workload, in each tree.
 floor_of() {	# W ROOT: sets FLOOR and PFLOOR (the physical floor, 256 KiB a request)
 	python3 - "$1" $A <<'PY' >"$1.floor-truth.json"
@@ -435,6 +574,7 @@ for w in "${workloads[@]}"; do
 	used[$w]=$(python3 -c 'import json, sys; print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$w.truth")
 	floor_of "$w" $A; floor[$w,A]=$FLOOR pfloor[$w,A]=$PFLOOR
 	if needs_b; then floor_of "$w" $B; floor[$w,B]=$FLOOR pfloor[$w,B]=$PFLOOR; fi
+	if needs_d; then floor_of "$w" $D; floor[$w,D]=$FLOOR pfloor[$w,D]=$PFLOOR; fi
 done
 
 {
@@ -452,6 +592,16 @@ done
 		echo "start-up plans learned in the same runs (pbitmap show, run outside the chroot: a file \"replaced\" is the root disk's, not the tree's):"
 		for e in "${exes[@]}"; do
 			echo "  ${e#"$B"}:"
+			pbitmap show "$e" | sed -n '/^  plan /,$p' | sed 's/^/  /'
+		done
+	fi
+	if needs_d; then
+		echo "learned by pbitmapd over $LEARN_RUNS runs each, against the ground truth (granules):"
+		sed 's/^/  /' dlearned.txt
+		echo "its counters after learning: $(grep -E '^learn' "$OUT/daemon-learning-status" | tr '\n' ' ')"
+		echo "start-up plans pbitmapd learned (pbitmap show):"
+		for e in "${dexes[@]}"; do
+			echo "  ${e#"$D"}:"
 			pbitmap show "$e" | sed -n '/^  plan /,$p' | sed 's/^/  /'
 		done
 	fi
@@ -482,6 +632,18 @@ proc_value() {	# FILE KEY: sets VAL to the first field after KEY
 vmstat_get() {	# NAME: sets VAL
 	proc_value /proc/vmstat "$1"
 }
+series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
+	VAL=0
+	[ $series = 0 ] || vmstat_get "$1"
+}
+# What pbitmapd did for a run (daemon.txt): its counters that say whether
+# the exec was served, from a plan or per file, and what was skipped.
+DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed"
+daemon_report() {	# LABEL
+	local k line=$1
+	for k in $DAEMON_COUNTERS; do daemon_counter "$k"; line+=" $k=$VAL"; done
+	echo "$line" >>"$OUT/daemon.txt"
+}
 cached_kb() {	# sets KB
 	proc_value /proc/meminfo Cached:
 	KB=$VAL
@@ -500,6 +662,7 @@ preload_list() {	# W [ROOT]: the files W maps, in the tree ROOT (default A)
 run_of() {	# W C: sets ROOT (the tree C runs in) and RUN (W's command line under C)
 	ROOT=$A
 	in_tree_b "$2" && ROOT=$B
+	in_tree_d "$2" && ROOT=$D
 	RUN=(chroot "$ROOT")
 	[ "$2" = user ] && RUN+=(/usr/local/bin/pbitmap-run -q --)
 	[ "$2" = audit ] && RUN+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
@@ -516,6 +679,7 @@ one_run() {	# W C K
 	run_of "$w" "$c"
 	root=$ROOT run=("${RUN[@]}")
 	[ "$root" = "$B" ] && tree=B
+	[ "$root" = "$D" ] && tree=D
 	set_condition off
 	drain
 	if [ "$c" = warm ]; then
@@ -531,9 +695,12 @@ one_run() {	# W C K
 		drop
 	fi
 	set_condition "$c"
+	# pbitmapd after the drop and the fill (they would have it read
+	# ahead the data files they open), its own files on the root disk
+	! is_daemon "$c" || daemon_start /var/tmp/bench/daemon-read.conf
 	cached_kb; c0=$KB
-	vmstat_get pbitmap_prefetch; p0=$VAL
-	vmstat_get pbitmap_pages_submitted; q0=$VAL
+	series_counter pbitmap_prefetch; p0=$VAL
+	series_counter pbitmap_pages_submitted; q0=$VAL
 	read -r r0 _ s0 _ </sys/block/$DEV/stat
 	if [ "$c" = preload ]; then
 		preload_list "$w"
@@ -546,8 +713,12 @@ one_run() {	# W C K
 	drain
 	read -r r1 _ s1 _ </sys/block/$DEV/stat
 	cached_kb; c1=$KB
-	vmstat_get pbitmap_prefetch; p1=$VAL
-	vmstat_get pbitmap_pages_submitted; q1=$VAL
+	series_counter pbitmap_prefetch; p1=$VAL
+	series_counter pbitmap_pages_submitted; q1=$VAL
+	if is_daemon "$c"; then
+		daemon_report "$w $c $3"
+		daemon_stop
+	fi
 	set_condition off
 	# time writes "Command exited with non-zero status N" first on failure.
 	while read -r line; do last=$line; done <time.out
@@ -568,13 +739,13 @@ done | shuf >order
 total=$(wc -l <order) n=0 t_runs=$EPOCHSECONDS
 log "setup done in $((t_runs - t_start)) s; $total runs"
 echo "0 $total 0" >"$OUT/progress"
-vmstat_get pbitmap_rejected; rejected0=$VAL
+series_counter pbitmap_rejected; rejected0=$VAL
 while read -r w c k; do
 	one_run "$w" "$c" "$k"
 	n=$((n + 1))
 	echo "$n $total $((EPOCHSECONDS - t_runs))" >"$OUT/progress"
 done <order
-vmstat_get pbitmap_rejected
+series_counter pbitmap_rejected
 echo "records rejected by the kernel during the runs: $((VAL - rejected0))" >>"$OUT/setup.txt"
 echo "runs: $total in $((EPOCHSECONDS - t_runs)) s; set-up $((t_runs - t_start)) s" >>"$OUT/setup.txt"
 
@@ -598,6 +769,7 @@ waits_run() {	# W C
 	drain
 	drop
 	set_condition "$c"
+	! is_daemon "$c" || daemon_start /var/tmp/bench/daemon-read.conf
 	t0=${EPOCHREALTIME/./}
 	# staprun -c splits its command with wordexp(3), which takes no
 	# redirections: a script does them.
@@ -608,6 +780,7 @@ waits_run() {	# W C
 	t1=${EPOCHREALTIME/./}
 	drain
 	read -r r1 _ </sys/block/$DEV/stat
+	daemon_stop
 	set_condition off
 	ok=false
 	output_ok "$w" "$root" && ok=true
@@ -672,7 +845,8 @@ if [ "$WAITS" = 1 ]; then
 	} >"$OUT/waits.csv"
 	for w in "${workloads[@]}"; do
 		for c in "${conditions[@]}"; do
-			case $c in nora | warm | pressure | pressure-off | pressure-plan | pressure-plan-probed | preload) continue ;; esac
+			case $c in nora | warm | preload) continue ;; esac
+			! is_pressure "$c" || continue
 			waits_run "$w" "$c"
 		done
 	done

@@ -34,6 +34,13 @@
 #               built for KERNEL (make bench builds build/stap/stap_waits.ko)
 #   EXEC_BENCH  1: the warm-exec microbenchmark, in the first disk's boot;
 #               EXEC_REPEATS loops of 1000 execs per case (3)
+#   BENCH_KERNEL  patched (KERNEL, the series), stock-6.12 (Debian's 6.12 as
+#               it ships, STOCK_DIR: make stock-kernel) or stock-7.3 (its
+#               backport of mainline 7.3, STOCK73_DIR: make stock-kernel-7.3);
+#               a stock kernel runs only the conditions that need nothing of
+#               the series (off, daemon, pressure-off, pressure-daemon, user,
+#               audit, preload, warm, nora), without WAITS or EXEC_BENCH
+#   PBITMAPD    the daemon of the daemon conditions (build/pbitmapd)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
 # OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/blockstats.txt
@@ -51,7 +58,24 @@ WORKLOADS=${WORKLOADS:-gcc gdb python3 emacs pack}
 CONDITIONS=${CONDITIONS:-nora off slurp early exec full learned plan user audit preload warm pressure-off pressure pressure-plan}
 DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC_BENCH:-1}
 IMAGE=${IMAGE:-$TOP/build/guest.img}
+BENCH_KERNEL=${BENCH_KERNEL:-patched} PBITMAPD=${PBITMAPD:-$TOP/build/pbitmapd}
 WAITS=${WAITS:-0} WAITS_KO=${WAITS_KO:-$TOP/build/stap/stap_waits.ko}
+# The kernel booted: the series', or one of Debian's as it ships.
+kernel_env=(KERNEL="${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage}" KBUILD="${KBUILD:-$TOP/build/kbuild}")
+case $BENCH_KERNEL in
+patched) ;;
+stock-6.12 | stock-7.3)
+	sdir=${STOCK_DIR:-$TOP/build/stock}
+	[ "$BENCH_KERNEL" = stock-6.12 ] || sdir=${STOCK73_DIR:-$TOP/build/stock-7.3}
+	for f in vmlinuz initrd.img release; do
+		[ -f "$sdir/$f" ] || die "BENCH_KERNEL=$BENCH_KERNEL: no $sdir/$f (make stock-kernel, make stock-kernel-7.3)"
+	done
+	kernel_env=(KERNEL="$sdir/vmlinuz" INITRD="$sdir/initrd.img" VM_RELEASE="$(<"$sdir/release")")
+	# waits.stp and the warm-exec microbenchmark measure the series
+	[ "$WAITS" = 0 ] || echo "bench: BENCH_KERNEL=$BENCH_KERNEL: no wait attribution (waits.stp is built for the series' kernel)"
+	WAITS=0 EXEC_BENCH=0 ;;
+*) die "BENCH_KERNEL=$BENCH_KERNEL: patched, stock-6.12 or stock-7.3" ;;
+esac
 case $WAITS in
 0) ;;
 1) [ -f "$WAITS_KO" ] || die "WAITS=1: no $WAITS_KO (make stap builds it)"
@@ -69,6 +93,9 @@ for d in $DISK; do
 	esac
 done
 [[ " $WORKLOADS " != *" pack "* ]] || [ -f "$PACK_DIR/linux.pack" ] || die "no $PACK_DIR/linux.pack"
+daemon=0
+for c in $CONDITIONS; do case $c in daemon | pressure-daemon | daemon-b | pressure-daemon-b) daemon=1 ;; esac; done
+[ $daemon = 0 ] || [ -x "$PBITMAPD" ] || die "no $PBITMAPD (make build/pbitmapd)"
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
 
@@ -82,13 +109,13 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
 gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
 npress=0
-for c in $CONDITIONS; do case $c in pressure | pressure-off | pressure-plan | pressure-plan-probed) npress=$((npress + 1)) ;; esac; done
+for c in $CONDITIONS; do case $c in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b) npress=$((npress + 1)) ;; esac; done
 per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
 est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40) +
-	npress * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in) * 5))
+	npress * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in) * 5 + daemon * 60 * (LEARN_RUNS + 1)))
 ndisk=$(wc -w <<<"$DISK")
 est_total=$((est_s * ndisk + (EXEC_BENCH ? 270 : 0)))
-echo "bench: $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_total / 60)) min estimated"
+echo "bench: kernel $BENCH_KERNEL, $ndisk disk model(s) ($DISK) x $per_boot runs; about $((est_total / 60)) min estimated"
 
 # blockstats DISK: the guest's and the host's read counts of the bench disk
 # over the boot, on one line.  QEMU's rd_operations counts each request the
@@ -120,6 +147,7 @@ for disk in $DISK; do
 		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" \
 		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "$job/"
 	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
+	[ $daemon = 0 ] || cp "$PBITMAPD" "$job/pbitmapd"
 	if [ "$WAITS" = 1 ]; then
 		cp "$WAITS_KO" "$job/stap_waits.ko"
 		echo "$stap_version" >"$job/stap-version"
@@ -188,7 +216,7 @@ for disk in $DISK; do
 	) &
 	qmp_pid=$!
 	rc=0
-	KERNEL=${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage} KBUILD=${KBUILD:-$TOP/build/kbuild} \
+	env "${kernel_env[@]}" \
 	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_DRIVE2_DEVICE=$device2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
 	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
 		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?

@@ -8,7 +8,10 @@
 #                      LEARN_RUNS= (3) WORKLOADS= CONDITIONS= DISK= (iops150
 #                      ebs latency none; also bytes150 ebs-opt) DELAY_MS= (4)
 #                      EXEC_BENCH= (1) WAITS= (1: stap/waits.stp after the
-#                      timed runs, waits.csv)
+#                      timed runs, waits.csv) BENCH_KERNEL= (patched;
+#                      stock-6.12, stock-7.3: Debian's kernels as they ship,
+#                      the conditions that need nothing of the series, such
+#                      as off and daemon)
 #   make bench-report  the tables and plots again, from the CSV alone
 #   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py,
 #                      power.py
@@ -26,15 +29,20 @@ CHECKS += check-bench
 
 BENCH_OUT := $(BUILD)/bench
 BENCH_ENV = KERNEL=$(BZIMAGE) KBUILD=$(KOUT) IMAGE=$(GUEST_IMG)
+BENCH_KERNEL ?= patched
+# The kernel booted for the runs: the series' is built anyway (make check).
+BENCH_STOCK = $(if $(filter stock-6.12,$(BENCH_KERNEL)),stock-kernel) \
+	      $(if $(filter stock-7.3,$(BENCH_KERNEL)),stock-kernel-7.3)
 
 .PHONY: bench bench-report check-bench
 
 # WAITS=1 (the default): the wait attribution pass, stap/waits.stp.
 WAITS ?= 1
 
-bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP)
-	$(if $(filter 1,$(WAITS)),@$(MAKE) --no-print-directory stap)
-	$(BENCH_ENV) WAITS=$(WAITS) WAITS_KO=$(abspath $(call stap_mod,waits)) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
+bench: kernel image $(BUILD)/pbitmap $(BUILD)/pbitmapd $(BUILD)/pbitmap-audit.so $(BENCH_SCHED_I) $(BENCH_PACK) $(BENCH_PACKLOOKUP) $(BENCH_STOCK)
+	$(if $(filter 1,$(WAITS)),$(if $(filter patched,$(BENCH_KERNEL)),@$(MAKE) --no-print-directory stap))
+	$(BENCH_ENV) BENCH_KERNEL=$(BENCH_KERNEL) STOCK_DIR=$(abspath $(STOCK_DIR)) STOCK73_DIR=$(abspath $(STOCK73_DIR)) \
+		PBITMAPD=$(abspath $(BUILD)/pbitmapd) WAITS=$(WAITS) WAITS_KO=$(abspath $(call stap_mod,waits)) kernel-patch/bench/bench-run.sh $(BENCH_OUT) $(BENCH_SCHED_I) \
 		$(dir $(BENCH_PACK)) $(BENCH_PACKLOOKUP)
 
 bench-report:
@@ -43,5 +51,5 @@ bench-report:
 
 # stap as a prerequisite, not a make of its own: under make check's -j a
 # second make would build the same modules at the same time.
-check-bench: kernel stap image $(BUILD)/pbitmap $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
-	$(BENCH_ENV) WAITS_KO=$(abspath $(call stap_mod,waits)) tests/run-tests tests/bench
+check-bench: kernel stap image $(BUILD)/pbitmap $(BUILD)/pbitmapd $(BUILD)/pbitmap-audit.so $(BENCH_PACKLOOKUP)
+	$(BENCH_ENV) PBITMAPD=$(abspath $(BUILD)/pbitmapd) WAITS_KO=$(abspath $(call stap_mod,waits)) tests/run-tests tests/bench

@@ -74,12 +74,24 @@ WARM = "warm"
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned", "plan",
                    "plan-paced", "plan-probed", "plan-probed-paced", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
-                   "pressure-plan", "pressure-plan-probed")
+                   "pressure-plan", "pressure-plan-probed", "daemon", "pressure-daemon",
+                   "daemon-b", "pressure-daemon-b")
 # A full machine (page cache full of another file, the workload's files
 # evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`,
 # `pressure-plan` is `plan` there.
 PRESSURE = ("pressure", "pressure-off", "full")
 PRESSURE_PLAN = ("pressure-plan", "plan")
+# pbitmapd (issue 45): `daemon` after a drop, `pressure-daemon` on a full
+# machine, on any kernel (its own learned tree), `daemon-b` and
+# `pressure-daemon-b` in a boot of the series (the kernel's learned tree B,
+# read from user space); its targets against that kernel's `off` (and, in a
+# boot of the series, against `plan`): not slower (TARGET_SLOWER), and a cut
+# in read requests at least TARGET_DAEMON_CUT of the kernel plan's.
+DAEMON, PRESSURE_DAEMON = "daemon", "pressure-daemon"
+# (daemon condition, its baseline, the series' plan in the same state)
+DAEMON_PAIRS = ((DAEMON, BASELINE, "plan"), (PRESSURE_DAEMON, "pressure-off", "pressure-plan"),
+                ("daemon-b", BASELINE, "plan"), ("pressure-daemon-b", "pressure-off", "pressure-plan"))
+TARGET_DAEMON_CUT = 0.80
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")
 FLOOR = "floor_requests"
@@ -276,7 +288,7 @@ def not_slower_cells(base: list, other: list, level: float) -> list:
 def md_table(headers: list, rows: list) -> str:
     """A Markdown table padded so that it also reads as plain text: first
     columns (labels) left-aligned, the figures right-aligned."""
-    labels = sum(1 for h in headers if h in ("workload", "condition"))
+    labels = sum(1 for h in headers if h in ("workload", "condition", "kernel"))
     widths = [max(len(str(c)) for c in col) for col in zip(headers, *rows)]
 
     def line(cells):
@@ -446,6 +458,8 @@ class Report:
         pairs = [(dropped, BASELINE), (on, off)]
         if any(plan_on in self.present(disk, w) for w in self.workloads):
             pairs += [(plan_dropped, BASELINE), (plan_on, off)]
+        if any(PRESSURE_DAEMON in self.present(disk, w) for w in self.workloads):
+            pairs += [(DAEMON, BASELINE), (PRESSURE_DAEMON, off)]
         columns = ("read_requests", "major_faults", "wall_s")
         headers = ["workload"]
         for column in columns:
@@ -454,7 +468,7 @@ class Report:
         rows = []
         for workload in self.workloads:
             present = self.present(disk, workload)
-            if off not in present or (on not in present and plan_on not in present):
+            if off not in present or not {on, plan_on, PRESSURE_DAEMON} & set(present):
                 continue
             row = [workload]
             for column in columns:
@@ -513,6 +527,40 @@ class Report:
                          f"cache plan / off (<= {TARGET_CACHE:.2f}x)",
                          f"req full / plan (>= {TARGET_REQUESTS}x for "
                          + ", ".join(TARGET_REQUEST_WORKLOADS) + ")"], rows)
+
+    def daemon_table(self, disk) -> str:
+        """pbitmapd against its kernel's `off` (and the kernel's `plan` when
+        the same boot ran it), after a drop and, with `pressure-daemon`, on a
+        full machine: medians of read requests and wall time, the request
+        cut (1 - daemon / off) and, beside `plan`'s, its share of the
+        kernel's (at least TARGET_DAEMON_CUT), and the wall-time bound of
+        daemon - off as in targets_table() (Bonferroni over the rows)."""
+        pairs = DAEMON_PAIRS
+        rows_in = [(w, d, o, k) for d, o, k in pairs for w in self.workloads
+                   if (disk, w, d) in self.cells and (disk, w, o) in self.cells]
+        if not rows_in:
+            return ""
+        level = 1 - 2 * stats.ALPHA / len(rows_in)
+        rows = []
+        for w, d, o, k in rows_in:
+            med = {c: self.summary(disk, w, c, "read_requests").median
+                   for c in (d, o, k) if (disk, w, c) in self.cells}
+            cut = 1 - med[d] / med[o] if med[o] else 0.0
+            share = "-"
+            if k in med and med[o] and med[k] < med[o]:
+                kcut = 1 - med[k] / med[o]
+                share = f"{cut / kcut:.2f} " + ("PASS" if cut >= TARGET_DAEMON_CUT * kcut else "FAIL")
+            rows.append([w, d, f"{len(self.cells[(disk, w, d)])}",
+                         " / ".join(fmt(med[c], 0) for c in (o, d, k) if c in med),
+                         fmt_ratio(med[d], med[o]),
+                         fmt_ratio(med[k], med[o]) if k in med else "-", share]
+                        + not_slower_cells(self.values(disk, w, o, "wall_s"),
+                                           self.values(disk, w, d, "wall_s"), level))
+        return md_table(["workload", "condition", "runs", "read req off / daemon [/ plan]",
+                         "req daemon / off", "req plan / off",
+                         f"daemon's cut / plan's (>= {TARGET_DAEMON_CUT:.2f})",
+                         "wall s off / daemon", "daemon - off s (upper bound)",
+                         f"bound / off (<= +{TARGET_SLOWER:.0%})"], rows)
 
     def unthrottled_table(self, disk=UNTHROTTLED) -> str:
         """Issue 25's target on the unthrottled disk: `plan` not slower than
@@ -587,6 +635,18 @@ class Report:
               "(one-sided, Bonferroni over the k workloads), which must be at most "
               f"+{TARGET_SLOWER:.0%} of `{BASELINE}`'s median. Whether the runs were enough "
               "to show it: `power.py` on the same CSV.\n\n" + unthrottled + "\n")
+        daemon = [(disk, self.daemon_table(disk)) for disk in self.disks]
+        if any(table for _, table in daemon):
+            w("\n### pbitmapd against the kernel it runs on\n\n"
+              "`daemon` (`pressure-daemon` on a full machine) against the same boot's `off` "
+              "(`pressure-off`): medians of read requests, the change, and in a boot of the "
+              "series the kernel `plan`'s cut and the daemon's share of it (at least "
+              f"{TARGET_DAEMON_CUT:.2f}); wall time: the Hodges-Lehmann shift daemon - off with "
+              "the upper end of its interval at level 1 - 2 alpha / k (one-sided, Bonferroni "
+              f"over the k rows), at most +{TARGET_SLOWER:.0%} of `off`'s median.\n")
+            for disk, table in daemon:
+                if table:
+                    w(f"\n{disk}:\n\n{table}\n")
         if waits:
             w("\n### Where the cold starts wait (`stap/waits.stp`)\n\n" + waits_text(waits))
         w("\n### Beside the 2008 talk\n")

@@ -2,10 +2,12 @@
 # t-smoke: one short run of the benchmark harness, end to end: bench-run.sh
 # boots the test-bed kernel with the bench disk behind nbdkit's delay filter
 # (the `latency` model, so the NBD path is exercised too), measures
-# `python3 -c pass` under `off`, `full`, `audit` (the LD_AUDIT module) and
+# `python3 -c pass` under `off`, `full`, `audit` (the LD_AUDIT module),
 # `plan` (the second tree, learned over two runs: a plan lists the ranges
 # each file's record marked in the run that learned it, so the first run's
-# plan has no library yet; its start-up plan followed),
+# plan has no library yet; its start-up plan followed) and `daemon-b`
+# (pbitmapd reading the same learned tree's plan from user space, the
+# kernel's prefetch off),
 # two cold runs each, and report.py draws the table.  Asserts what the
 # harness must deliver: one CSV row per run with the workload's output
 # checked, a request floor and a physical floor (floor.py --physical-kb),
@@ -14,7 +16,8 @@
 # (pages submitted; mappings' prefetches under `full`, where a plan that
 # lists the executable and its libraries may leave none to its mappings)
 # and fewer read requests than `off` in every run under `full`, `audit` and
-# `plan`
+# `plan`, pbitmapd serving every `daemon-b` run from the start-up plan
+# (its counters: the program's exec read ahead, from a plan)
 # (python3 and its five libraries are all stamped with the pages it faults:
 # 141 requests off, about 90 full when this test was written).  With WAITS=1
 # the harness runs each condition once more under stap/waits.stp: a row per
@@ -28,14 +31,15 @@
 source "$(dirname "$0")/benchlib.sh"
 command -v nbdkit >/dev/null || fail "nbdkit is not installed (make deps installs it)"
 for f in "${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage}" "${IMAGE:-$TOP/build/guest.img}" \
-	"$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "${WAITS_KO:-$TOP/build/stap/stap_waits.ko}"; do
+	"$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "${WAITS_KO:-$TOP/build/stap/stap_waits.ko}" \
+	"${PBITMAPD:=$TOP/build/pbitmapd}"; do
 	[ -f "$f" ] || fail "$f missing (make check-bench builds it)"
 done
 # Kept after the test (build/ is git-ignored): the guest's output says what went wrong.
 out=$TOP/build/bench-smoke
 rm -rf "$out"
 rc=0
-RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 WAITS=1 \
+PBITMAPD=$PBITMAPD RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan daemon-b" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 WAITS=1 \
 	"$BENCH_DIR/bench-run.sh" "$out" /nonexistent "$WORK" /nonexistent >"$WORK/log" 2>&1 || rc=$?
 cat "$WORK/log"
 ((rc == 0)) || fail "bench-run.sh exited $rc (log above; guest output in $out/latency/)"
@@ -47,7 +51,7 @@ errors = []
 def check(ok, what):
     if not ok:
         errors.append(what)
-check(len(rows) == 8, f"{len(rows)} rows, not 8 (2 runs x off, full, audit, plan)")
+check(len(rows) == 10, f"{len(rows)} rows, not 10 (2 runs x off, full, audit, plan, daemon-b)")
 for r in rows:
     tag = f"{r['condition']} run {r['run']}"
     check(r["workload"] == "python3" and r["disk"] == "latency", f"{tag}: {r['workload']} on {r['disk']}")
@@ -95,7 +99,7 @@ errors = []
 def check(ok, what):
     if not ok:
         errors.append(what)
-check(sorted(rows) == ["audit", "full", "off", "plan"], f"waits.csv conditions {sorted(rows)}")
+check(sorted(rows) == ["audit", "daemon-b", "full", "off", "plan"], f"waits.csv conditions {sorted(rows)}")
 for c, r in rows.items():
     print(f"{c}: used {r['used_pages']} misses {r['misses']} in flight {r['inflight_faults']} "
           f"ms miss {r['wait_fault_miss_ms']} in flight {r['wait_fault_inflight_ms']} "
@@ -129,6 +133,16 @@ for e in errors:
 sys.exit(1 if errors else 0)
 EOF
 grep -q '^### Where the cold starts wait' "$out/BENCH-table.md" || fail "no waits table in BENCH-table.md"
+# pbitmapd read python3's start-up plan at the exec of every `daemon-b`
+# run (prefetched counts the stamped files whose exec it served, python3
+# and ld.so, the interpreter the kernel opens for it; plans
+# those it served from a plan: python3's; the harness's own programs are
+# unstamped).
+served=$(grep -cE '^python3 daemon-b [0-9]+ .* prefetched=[1-9][0-9]* plans=[1-9]' "$out/latency/results/daemon.txt") ||
+	fail "pbitmapd served no daemon-b run from its plan: $(cat "$out/latency/results/daemon.txt")"
+((served == 2)) || fail "pbitmapd served $served of 2 daemon-b runs from the plan: $(cat "$out/latency/results/daemon.txt")"
+grep -q '^### pbitmapd against the kernel it runs on' "$out/BENCH-table.md" ||
+	fail "no pbitmapd table in BENCH-table.md"
 [ -s "$out/plots/python3.png" ] || fail "no boxplot python3.png"
 grep -q '^python3: .*files stamped; floor [0-9]* requests' "$out/latency/results/setup.txt" ||
 	fail "setup.txt does not say what was stamped: $(head -n 5 "$out/latency/results/setup.txt")"
