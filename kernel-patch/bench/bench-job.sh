@@ -160,8 +160,8 @@ if [ "$WAITS" = 1 ]; then
 	[ "$have" = "$(<"$JOB/stap-version")" ] ||
 		die "WAITS=1: guest staprun is '${have:-missing}', the module was built by systemtap $(<"$JOB/stap-version")"
 fi
-[ "$EXEC_BENCH" = 0 ] || [ $series = 1 ] ||
-	die "EXEC_BENCH=1 measures what the series costs a warm exec: not on a stock kernel"
+[ "$EXEC_BENCH" = 0 ] || [ $series = 1 ] || needs_daemon ||
+	die "EXEC_BENCH=1 on a stock kernel measures pbitmapd's cost: add a daemon condition"
 [ "$WAITS" = 0 ] || [ $series = 1 ] ||
 	die "WAITS=1: waits.stp is built for the series' kernel, not $(uname -r)"
 t_start=$EPOCHSECONDS
@@ -855,8 +855,10 @@ fi
 
 # --- The warm-exec microbenchmark: what pbitmap costs an exec with
 # everything cached.  A small dynamic program, one copy stamped (two pages
-# marked), one not, exec'd 1000 times per loop, pbitmap off and on,
-# REPEATS loops each in alternating order; microseconds per exec.
+# marked), one not, exec'd 1000 times per loop, pbitmap off and on (the
+# series' kernel) or pbitmapd stopped and running (its defaults; any
+# kernel: the exec does not wait for it, but its event and its work share
+# the CPUs), REPEATS loops each in alternating order; microseconds per exec.
 if [ "$EXEC_BENCH" = 1 ]; then
 	log "warm-exec microbenchmark"
 	mkdir -p /var/tmp/exec && cd /var/tmp/exec
@@ -870,17 +872,24 @@ if [ "$EXEC_BENCH" = 1 ]; then
 		for ((i = 0; i < 1000; i++)); do "./$1" >/dev/null; done
 		NS=$(((${EPOCHREALTIME/./} - t0) * 1000))
 	}
-	vm pbitmap_enabled 1; ./stamped >/dev/null; ./unstamped >/dev/null
+	exec_state() {	# off | on | daemon
+		[ $series = 0 ] || vm pbitmap_enabled "$([ "$1" = on ] && echo 1 || echo 0)"
+		if [ "$1" = daemon ]; then daemon_start /var/tmp/bench/daemon-read.conf; else daemon_stop; fi
+	}
+	states=(off on)
+	[ $series = 1 ] || states=(off)
+	! needs_daemon || states+=(daemon)
+	for s in "${states[@]}"; do exec_state "$s"; ./stamped >/dev/null; ./unstamped >/dev/null; done
 	for ((k = 1; k <= $EXEC_REPEATS; k++)); do
-		for on in 0 1; do
-			vm pbitmap_enabled $on
+		for s in "${states[@]}"; do
+			exec_state "$s"
 			for p in stamped unstamped; do
 				loop $p
-				echo "$([ $on = 1 ] && echo on || echo off),$p,$k,1000,$((NS / 1000000)).$(printf %03d $((NS / 1000 % 1000)))" >>"$OUT/exec.csv"
+				echo "$s,$p,$k,1000,$((NS / 1000000)).$(printf %03d $((NS / 1000 % 1000)))" >>"$OUT/exec.csv"
 			done
 		done
 	done
-	vm pbitmap_enabled 0
+	exec_state off
 fi
 # --- What the guest counted on the bench disk over the whole boot, set-up
 # included, for bench-run.sh to set beside what QEMU counted: the host reads

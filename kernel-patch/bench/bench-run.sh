@@ -39,7 +39,8 @@
 #               backport of mainline 7.3, STOCK73_DIR: make stock-kernel-7.3);
 #               a stock kernel runs only the conditions that need nothing of
 #               the series (off, daemon, pressure-off, pressure-daemon, user,
-#               audit, preload, warm, nora), without WAITS or EXEC_BENCH
+#               audit, preload, warm, nora), without WAITS; its EXEC_BENCH
+#               (with a daemon condition) measures pbitmapd's cost
 #   PBITMAPD    the daemon of the daemon conditions (build/pbitmapd)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
@@ -71,9 +72,11 @@ stock-6.12 | stock-7.3)
 		[ -f "$sdir/$f" ] || die "BENCH_KERNEL=$BENCH_KERNEL: no $sdir/$f (make stock-kernel, make stock-kernel-7.3)"
 	done
 	kernel_env=(KERNEL="$sdir/vmlinuz" INITRD="$sdir/initrd.img" VM_RELEASE="$(<"$sdir/release")")
-	# waits.stp and the warm-exec microbenchmark measure the series
+	# waits.stp is built for the series' kernel; the warm-exec
+	# microbenchmark measures pbitmapd there, if it runs
 	[ "$WAITS" = 0 ] || echo "bench: BENCH_KERNEL=$BENCH_KERNEL: no wait attribution (waits.stp is built for the series' kernel)"
-	WAITS=0 EXEC_BENCH=0 ;;
+	WAITS=0
+	[[ " $CONDITIONS " == *" daemon "* || " $CONDITIONS " == *" pressure-daemon "* ]] || EXEC_BENCH=0 ;;
 *) die "BENCH_KERNEL=$BENCH_KERNEL: patched, stock-6.12 or stock-7.3" ;;
 esac
 case $WAITS in

@@ -88,6 +88,9 @@ PRESSURE_PLAN = ("pressure-plan", "plan")
 # boot of the series, against `plan`): not slower (TARGET_SLOWER), and a cut
 # in read requests at least TARGET_DAEMON_CUT of the kernel plan's.
 DAEMON, PRESSURE_DAEMON = "daemon", "pressure-daemon"
+# The warm-exec microbenchmark's states: nothing, the series' kernel
+# prefetch (on), pbitmapd running (daemon).
+EXEC_STATES = ("off", "on", "daemon")
 # (daemon condition, its baseline, the series' plan in the same state)
 DAEMON_PAIRS = ((DAEMON, BASELINE, "plan"), (PRESSURE_DAEMON, "pressure-off", "pressure-plan"),
                 ("daemon-b", BASELINE, "plan"), ("pressure-daemon-b", "pressure-off", "pressure-plan"))
@@ -782,8 +785,8 @@ def read_exec_runs(path: str) -> list:
     runs = []
     for line, row in csv_rows(path, EXEC_COLUMNS):
         where = f"line {line}"
-        if row["pbitmap"] not in ("off", "on"):
-            raise CsvError(f"{where}: pbitmap is {row['pbitmap']!r}, not off or on")
+        if row["pbitmap"] not in EXEC_STATES:
+            raise CsvError(f"{where}: pbitmap is {row['pbitmap']!r}, not off, on or daemon")
         runs.append((row["pbitmap"], row["program"],
                      parse_number(row["us_per_exec"], "us_per_exec", where)))
     if not runs:
@@ -796,7 +799,7 @@ def exec_table(runs: list) -> str:
     rows = []
     for program in programs:
         base = None
-        for state in ("off", "on"):
+        for state in EXEC_STATES:
             v = [us for s, p, us in runs if s == state and p == program]
             if not v:
                 continue
@@ -804,8 +807,8 @@ def exec_table(runs: list) -> str:
             base = m.median if state == "off" else base
             rows.append([program, state, str(len(v)),
                          f"{m.median:.0f} [{m.q1:.0f}, {m.q3:.0f}]",
-                         fmt_ratio(m.median, base) if state == "on" and base else ""])
-    return md_table(["program", "pbitmap", "loops", "us per exec", "on / off"], rows)
+                         fmt_ratio(m.median, base) if state != "off" and base else ""])
+    return md_table(["program", "pbitmap", "loops", "us per exec", "x off"], rows)
 
 
 def parse_by_cause(text: str, where: str) -> dict:

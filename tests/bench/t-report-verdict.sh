@@ -6,7 +6,8 @@
 #     table, the table still written;
 #   - full's wall times interleaved with off's: exit 0, PASS;
 #   - the same slower runs on another disk only: not tested there, PASS;
-#   - the exec table: medians of the loops and the on / off ratio;
+#   - the exec table: medians of the loops and the on / off and
+#     daemon / off ratios (pbitmapd running: its state on a stock kernel);
 #   - malformed --not-slower and exec CSVs are refused with a message.
 
 # shellcheck source=tests/bench/benchlib.sh
@@ -61,12 +62,21 @@ off,stamped,3,1000,104.0
 on,stamped,3,1000,112.0
 off,unstamped,1,1000,90.0
 on,unstamped,1,1000,90.0
+daemon,unstamped,1,1000,99.0
 EOF
 "$PYTHON" "$REPORT" mixed.csv -o exec.md --exec-csv exec.csv 2>err || fail "--exec-csv: $(cat err)"
 grep -Eq '^\| +stamped \| +on \| +3 \| +112 \[111, 113\] \| +1.10x \|' exec.md ||
 	fail "stamped/on row (median 112 of 110, 112, 114; 112 / 102 = 1.10x): $(grep stamped exec.md)"
 grep -Eq '^\| +unstamped \| +off \| +1 \| +90 \[90, 90\] \|' exec.md ||
 	fail "unstamped/off row: $(grep unstamped exec.md)"
+grep -Eq '^\| +unstamped \| +daemon \| +1 \| +99 \[99, 99\] \| +1.10x \|' exec.md ||
+	fail "unstamped/daemon row (99 / 90 = 1.10x): $(grep unstamped exec.md)"
+printf 'pbitmap,program,repeat,execs,us_per_exec\nmaybe,stamped,1,1000,90.0\n' >state.csv
+rc=0
+"$PYTHON" "$REPORT" mixed.csv -o x.md --exec-csv state.csv 2>err || rc=$?
+((rc == 1)) && grep -q "pbitmap is 'maybe', not off, on or daemon" err ||
+	fail "an exec CSV with state 'maybe': exit $rc, $(cat err)"
+rm -f x.md
 
 printf 'pbitmap,program,repeat\noff,stamped,1\n' >short.csv
 rc=0
