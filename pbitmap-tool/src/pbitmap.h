@@ -7,6 +7,7 @@
  *   xattrstore.c the record in the user.pbitmap xattr of a data file
  *   marker.c   the user.pbitmap marker of a stamped ELF file
  *   pbfile.c   opening files safely, policy checks, the operations on a file
+ *   planfiles.c a start-up plan from files, into a program's plan area
  *   replace.c  the writers' lock; changing a file by renaming a copy over it
  *   confine.c  --root: every file opened by name is resolved inside the root
  *   digest.c   digests of the original bytes (libmd; SHA-224 on its SHA-256)
@@ -597,6 +598,47 @@ unsigned int pb_xattr_page_shift(uint64_t content_size, unsigned int nr_planes,
 				 size_t xattr_max);
 /* Decode an xattr value into @r (used by the fuzz target). */
 const char *pb_xattr_decode(const void *val, size_t len, struct pb_record *r);
+
+/* ---- a start-up plan from files (planfiles.c) ---------------------------- */
+
+/* A file to plan: pb_plan_fill(). */
+struct pb_plan_src {
+	const char *path;
+	/*
+	 * What to read of a file without a bitmap: these ranges (plan units,
+	 * sorted, disjoint; clipped to the file's size), or all of it when
+	 * NULL.  A file with a bitmap is read where its bitmap marks.
+	 */
+	const struct pb_plan_range *ranges;
+	size_t nr_ranges;
+	/* Nonzero: the file @path must lead to (else it is not planned). */
+	dev_t dev;
+	ino_t ino;
+};
+
+/* Flags of pb_plan_fill(). */
+#define PB_PLAN_RESOLVE	(1u << 0)	/* make each path absolute and free of symbolic
+					 * links (realpath(3)); else each must be so */
+#define PB_PLAN_LEAVE_OUT (1u << 1)	/* a file that cannot be planned, or has nothing
+					 * to read, is left out (said with -v), as is a
+					 * second entry for a file and any past the most
+					 * a plan holds; else each is an error */
+
+/* What pb_plan_fill() planned. */
+struct pb_plan_stats {
+	size_t files;		/* files in the plan */
+	size_t units;		/* plan units (4 KiB) its ranges cover */
+	size_t used, area;	/* bytes of the plan (or that it would take), of the area */
+};
+
+/*
+ * Write a plan of the files @src[@nr], in that order, into the plan area
+ * of @prog (opened with PB_OPEN_WRITE, its area not empty; the caller
+ * saves it).  Each file's identity as it is now, and its ranges (struct
+ * pb_plan_src).  0, or PB_FAIL, said, the area as it was.
+ */
+int pb_plan_fill(struct pb_file *prog, const struct pb_plan_src *src, size_t nr,
+		 unsigned int flags, struct pb_plan_stats *stats);
 
 /* ---- learning and prefetching (observe.c, prefetch.c) ------------------ */
 
