@@ -122,7 +122,8 @@ $(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
 DAEMON_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) \
 	       $(filter-out %.bpf.c,$(wildcard $(TOOL_DIR)/daemon/*.c))
 DAEMON_HDRS := $(wildcard $(TOOL_DIR)/daemon/*.h)
-DAEMON_SRCS += $(TOOL_DIR)/src/generation.c $(TOOL_DIR)/src/pageset.c
+# generation.c, pageset.c: learning's generations; planfiles.c: its plans
+DAEMON_SRCS += $(TOOL_DIR)/src/generation.c $(TOOL_DIR)/src/pageset.c $(TOOL_DIR)/src/planfiles.c
 # Learning (daemon/learn.bpf.c): one BPF object, CO-RE, built into the
 # daemon (learn.c .incbin's it); libbpf linked in.
 DAEMON_LIBS := -lbpf $(RUN_LIBS)

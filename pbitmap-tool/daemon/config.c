@@ -57,6 +57,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_LEARN] = "PBITMAP_DAEMON_LEARN",
 	[PBD_SET_LEARN_INTERVAL] = "PBITMAP_DAEMON_LEARN_INTERVAL_S",
 	[PBD_SET_LEARN_WINDOW] = "PBITMAP_DAEMON_LEARN_WINDOW_MS",
+	[PBD_SET_LEARN_PLANS] = "PBITMAP_DAEMON_LEARN_PLANS",
 };
 
 /* The daemon's settings; the trigger's (PBITMAP_RESTAMP ...) are not ours. */
@@ -103,6 +104,9 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		if (!pbd.cfg.learn_window_ms)
 			return pb_error(path, "line %u: %s=0: at least 1", line, key);
+	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_PLANS")) {
+		if (!config_bool(val, &pbd.cfg.learn_plans))
+			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
 	} else if (!strncmp(key, "PBITMAP_DAEMON", 14)) {
 		return pb_error(path, "line %u: unknown setting %s", line, key);
 	}
@@ -140,7 +144,8 @@ int config_load(const char *path)
 
 	pbd.cfg = (struct config){ .gap = default_gap(), .budget = 256 << 20, .pressure = 10,
 				 .children = 4, .learn = PBD_LEARN_OWNER,
-				 .learn_interval_s = 60, .learn_window_ms = 10000 };
+				 .learn_interval_s = 60, .learn_window_ms = 10000,
+				 .learn_plans = true };
 	fp = fopen(path, "re");
 	if (!fp)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");
@@ -308,8 +313,11 @@ int config_print(void)
 		case PBD_SET_LEARN_INTERVAL:
 			snprintf(val, sizeof(val), "%" PRIu64, c->learn_interval_s);
 			break;
-		default:
+		case PBD_SET_LEARN_WINDOW:
 			snprintf(val, sizeof(val), "%" PRIu64, c->learn_window_ms);
+			break;
+		default:
+			snprintf(val, sizeof(val), "%s", c->learn_plans ? "yes" : "no");
 			break;
 		}
 		printf("%s %s (%s)\n", setting_names[i], val, source);

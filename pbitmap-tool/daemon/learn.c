@@ -34,11 +34,15 @@
  *     name a library stay valid.  Where that is not safe from user space
  *     it is written as the tool writes every other change, a copy
  *     renamed over it, and gets a new inode: the program itself (a
- *     write-open would make a concurrent exec of it fail; plans written
- *     by the tool do not list it), a file being executed (ETXTBSY), one
- *     with set-ID bits or file capabilities (a write removes them), or
- *     without its marker.  learn_in_place counts the files kept
- *     (pbitmapd(8)).
+ *     write-open would make a concurrent exec of it fail; plans, the
+ *     tool's and the daemon's, do not list it), a file being executed
+ *     (ETXTBSY), one with set-ID bits or file capabilities (a write
+ *     removes them), or without its marker.  learn_in_place counts the
+ *     files kept (pbitmapd(8)).
+ *   - Plans: a program with a plan area gets, in the same write as its
+ *     generation, a start-up plan of the files the run faulted on, in
+ *     first-fault order (learn_plan(); PBITMAP_DAEMON_LEARN_PLANS).  The
+ *     tool's plan writer builds it (planfiles.c), as for `pbitmap plan`.
  */
 #include <endian.h>
 #include <errno.h>
@@ -448,11 +452,112 @@ static bool admits(const struct learner *l, const struct learn_file *lf, struct 
 	return false;
 }
 
+/* ---- the program's plan ----------------------------------------------------- */
+
+#define WINDOW_UNITS	16	/* fault_around_bytes (64 KiB), in plan units */
+_Static_assert(PAGE_SIZE_LEARN == 1u << PBITMAP_PLAN_UNIT_SHIFT, "a learned page is a plan unit");
+
+static bool is_program(const struct learner *l, const struct learn_file *lf)
+{
+	return lf->dev == l->exe_dev && lf->ino == l->exe_ino;
+}
+
 /*
- * Write @lf's generation, if the file admits it.  The program itself,
- * rewritten by a renamed copy, has a new inode: the BPF side is told to
- * follow that one (@r), else every other run of it would go unlearned
- * (written in place, it is the same inode, told again: harmless).
+ * What a plan reads of a file without a bitmap: the pages @lf's run
+ * faulted, each widened to the 64 KiB window around it (malloc'ed; NULL
+ * when out of memory).  A fault maps the cached pages of its fault-around
+ * window with it, and the program then touches those without a fault the
+ * BPF side could see: read at exec, only the faulted pages would leave
+ * those to the cold start's own faults.  The kernel aligns the window in
+ * the address space, which a mapping matches to the page, not to 64 KiB:
+ * aligned in the file here, it is as large, not always the same pages.
+ * Clipped to the file's size by pb_plan_fill().
+ */
+static struct pb_plan_range *fault_windows(const struct learn_file *lf, size_t *nr)
+{
+	struct pb_plan_range *r = NULL, *bigger;
+	size_t n = 0, cap = 0;
+	uint64_t p;
+
+	for (uint64_t from = 0; pb_pageset_next(&lf->pages, from, &p) &&
+	     p < UINT32_MAX - WINDOW_UNITS; from = p + 1) {
+		uint32_t start = (uint32_t)p & ~(uint32_t)(WINDOW_UNITS - 1);
+
+		if (n && start < r[n - 1].start + r[n - 1].nr)
+			continue;	/* in the window before */
+		if (n && start == r[n - 1].start + r[n - 1].nr) {
+			r[n - 1].nr += WINDOW_UNITS;
+			continue;
+		}
+		if (n == cap) {
+			cap = cap ? 2 * cap : 16;
+			bigger = realloc(r, cap * sizeof(*r));
+			if (!bigger) {
+				free(r);
+				return NULL;
+			}
+			r = bigger;
+		}
+		r[n++] = (struct pb_plan_range){ .start = start, .nr = WINDOW_UNITS };
+	}
+	*nr = n;
+	return r ? r : calloc(1, sizeof(*r));	/* none: an empty list, not "whole" */
+}
+
+/*
+ * Build @l's plan into the program's record @prog (its generation shifted
+ * in, not saved: one write for both): the files the run faulted on, in
+ * the order of their first faults (l->files[]), without an order table;
+ * a stamped file with its bitmap as it stands (this run's generation in,
+ * when written before: learn_child() writes the program last), another
+ * with its fault windows.  Not the program: a plan naming its own file
+ * goes stale with every write of it (cmd-plan.c).  pb_plan_fill() leaves
+ * out a file no longer the inode that faulted, not a regular file, off
+ * the local filesystems (pb_confine_local()), or with a path too long.
+ * 1: built; 0: not wanted (no area, or PBITMAP_DAEMON_LEARN_PLANS=no);
+ * -1: could not be built, the area as it was (the old plan stays).
+ */
+static int learn_plan(const struct learner *l, struct pb_file *prog)
+{
+	struct pb_plan_range *ranges[MAX_FILES];
+	struct pb_plan_src src[MAX_FILES];
+	struct pb_plan_stats st;
+	size_t n = 0, size;
+	int ret = 1;
+
+	if (!pbd.cfg.learn_plans || !pb_plan_area(&prog->rec, &size) || !size)
+		return 0;
+	for (size_t i = 0; i < l->nr_files && ret == 1; i++) {
+		const struct learn_file *lf = &l->files[i];
+
+		if (!lf->path || !pb_pageset_count(&lf->pages) || is_program(l, lf))
+			continue;
+		src[n] = (struct pb_plan_src){ .path = lf->path, .dev = lf->dev, .ino = lf->ino };
+		ranges[n] = fault_windows(lf, &src[n].nr_ranges);
+		src[n].ranges = ranges[n];
+		if (!ranges[n])
+			ret = pb_error_errno(lf->path, "out of memory");
+		else
+			n++;
+	}
+	if (ret == 1 && (!n || pb_plan_fill(prog, src, n, PB_PLAN_LEAVE_OUT, &st)))
+		ret = -1;
+	while (n)
+		free(ranges[--n]);
+	if (ret == 1 && pb_verbose)
+		pb_note(prog->path, "learned plan: %zu files, %zu KiB", st.files,
+			st.units << (PBITMAP_PLAN_UNIT_SHIFT - 10));
+	else if (ret < 0 && pb_verbose)
+		pb_note(prog->path, "no plan learned: its plan area is left as it was");
+	return ret;
+}
+
+/*
+ * Write @lf's generation, if the file admits it; the program's with its
+ * plan (learn_plan()).  The program itself, rewritten by a renamed copy,
+ * has a new inode: the BPF side is told to follow that one (@r), else
+ * every other run of it would go unlearned (written in place, it is the
+ * same inode, told again: harmless).
  */
 static void write_one(const struct learner *l, const struct learn_file *lf, bool as_root,
 		      struct report *r)
@@ -460,6 +565,7 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 	uint64_t marked = 0;
 	struct pb_file f;
 	bool stamped;
+	int ret, plan = 0;
 
 	/* most libraries carry no bitmap: a look first, no lock, no policy checks */
 	if (pb_open(&f, lf->path, PB_OPEN_PROBE))
@@ -476,13 +582,18 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 		pb_close(&f);
 		return;
 	}
-	if (pb_learn_generation(&f, &lf->pages, PAGE_SIZE_LEARN, &marked)) {
+	ret = pb_learn_shift_in(&f, &lf->pages, PAGE_SIZE_LEARN, &marked);
+	if (!ret && is_program(l, lf))
+		plan = learn_plan(l, &f);
+	if (ret || pb_save_learned(&f)) {
 		pbd.n.learn_skip_failed++;
 	} else {
 		pbd.n.learn_written++;
 		pbd.n.learn_in_place += f.saved_in_place;
 		pbd.n.learn_pages += marked;
-		if (lf->dev == l->exe_dev && lf->ino == l->exe_ino) {
+		pbd.n.learn_plans += plan > 0;
+		pbd.n.learn_skip_plan += plan < 0;
+		if (is_program(l, lf)) {
 			r->relearn = true;
 			r->rec_flags = le32toh(pb_hdr(&f.rec)->flags);
 			r->exe = f.st;	/* the new version's (pb_commit) */
@@ -497,17 +608,41 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 }
 
 /*
+ * The order the files are written in: l->files[], but the program last,
+ * after the other files of its pass, so that its plan takes their new
+ * generations.  @k-th written, of @exe the program's index (nr_files:
+ * none).
+ */
+static size_t nth_file(const struct learner *l, size_t k, size_t exe)
+{
+	if (k < exe)
+		return k;
+	return k + 1 < l->nr_files ? k + 1 : exe;
+}
+
+/*
  * Write @l's generations, in its root, confined to the local filesystems:
  * first, as root, the root-owned files that every run may learn (only for
  * a learner in the daemon's own root and namespace, on paths no user can
  * change); then, as the learner, its own files.  Names are only looked at
  * (lstat) before the open that decides (admits()).
+ *
+ * The program is written last in its pass (nth_file()), with its plan.
+ * The root pass cannot come second (root's privileges are dropped for
+ * good before the learner's), so when the program is root's and a
+ * library the learner's own, the plan, written in the root pass, takes
+ * that library's bitmap as it was before this run; and if the library is
+ * then written by a renamed copy, not in place, the plan's entry names
+ * its old inode, which the kernel and the daemon skip (an identity
+ * mismatch) until the next learned plan.  A program of the learner's is
+ * written after both passes' files: its plan has their new generations.
  */
 static void __attribute__((noreturn)) learn_child(struct learner *l, int report_fd)
 {
 	struct report r = { .learn = true };
 	int keep[] = { l->root, report_fd };
 	bool done[MAX_FILES] = { false };
+	size_t exe = 0;
 	struct stat st;
 
 	child_limits(keep, 2, WRITER_SECONDS, WRITER_CPU);
@@ -517,7 +652,10 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 		_exit(1);
 	close(l->root);
 	pb_confine_local(pbd.local, pbd.nr_local);
-	for (size_t i = 0; i < l->nr_files; i++) {
+	while (exe < l->nr_files && !is_program(l, &l->files[exe]))
+		exe++;
+	for (size_t k = 0; k < l->nr_files; k++) {
+		size_t i = nth_file(l, k, exe);
 		struct learn_file *lf = &l->files[i];
 
 		done[i] = !lf->path || !pb_pageset_count(&lf->pages);
@@ -529,7 +667,9 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 	}
 	if (drop_privileges(l->uid, l->gid, l->groups, l->nr_groups))
 		_exit(1);
-	for (size_t i = 0; i < l->nr_files; i++) {
+	for (size_t k = 0; k < l->nr_files; k++) {
+		size_t i = nth_file(l, k, exe);
+
 		if (done[i])
 			continue;
 		/* not its own: not opened at all (the open decides for its own) */

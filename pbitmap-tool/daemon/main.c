@@ -316,6 +316,8 @@ static void add_learn_report(const struct counters *n)
 	pbd.n.learn_written += n->learn_written;
 	pbd.n.learn_in_place += n->learn_in_place;
 	pbd.n.learn_pages += n->learn_pages;
+	pbd.n.learn_plans += n->learn_plans;
+	pbd.n.learn_skip_plan += n->learn_skip_plan;
 	pbd.n.learn_skip_recent += n->learn_skip_recent;
 	pbd.n.learn_skip_policy += n->learn_skip_policy;
 	pbd.n.learn_skip_changed += n->learn_skip_changed;
@@ -364,8 +366,9 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
-	COUNTER(learn_skip_recent), COUNTER(learn_skip_policy), COUNTER(learn_skip_changed),
-	COUNTER(learn_skip_failed), COUNTER(learn_lost), COUNTER(learn_events_lost),
+	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
+	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
+	COUNTER(learn_lost), COUNTER(learn_events_lost),
 };
 
 /* The counters, replaced whole: a reader never sees half of them. */

@@ -44,7 +44,8 @@ struct fanotify_event_info_pidfd {
 /* The settings, as bits of struct config's @set: those the file gave. */
 enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
-	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SETTINGS
+	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
+	PBD_SETTINGS
 };
 
 struct config {
@@ -59,6 +60,7 @@ struct config {
 	enum { PBD_LEARN_NO, PBD_LEARN_OWNER, PBD_LEARN_EVERY } learn;	/* PBITMAP_DAEMON_LEARN */
 	uint64_t learn_interval_s;	/* PBITMAP_DAEMON_LEARN_INTERVAL_S */
 	uint64_t learn_window_ms;	/* PBITMAP_DAEMON_LEARN_WINDOW_MS */
+	bool learn_plans;		/* PBITMAP_DAEMON_LEARN_PLANS */
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -67,8 +69,9 @@ struct counters {
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	/* learning (learn.c) */
-	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_skip_recent;
-	uint64_t learn_skip_policy, learn_skip_changed, learn_skip_failed, learn_lost, learn_events_lost;
+	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
+	uint64_t learn_skip_recent, learn_skip_policy, learn_skip_changed, learn_skip_failed;
+	uint64_t learn_lost, learn_events_lost;
 };
 
 /* A child's report, one write() (atomic: less than PIPE_BUF). */

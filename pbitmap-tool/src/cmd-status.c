@@ -44,6 +44,8 @@ static const struct {
 	{ "learn_written", "files given a learned generation" },
 	{ "learn_in_place", "of which in place (the same inode; the rest by a renamed copy)" },
 	{ "learn_pages", "pages marked in those generations" },
+	{ "learn_plans", "start-up plans written with a program's generation" },
+	{ "learn_skip_plan", "plans not written: none could be built (too large, no file)" },
 	{ "learn_skip_recent", "not learned: learned less than learn_interval_s before" },
 	{ "learn_skip_policy", "files not written: their policy does not admit the run" },
 	{ "learn_skip_changed", "files not written: renamed, replaced or gone since" },

@@ -37,19 +37,24 @@ static void build_plane(const struct pb_file *f, const struct pb_pageset *pages,
 	}
 }
 
-int pb_learn_generation(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
-			uint64_t *marked)
+int pb_learn_shift_in(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
+		      uint64_t *marked)
 {
 	unsigned char *plane = calloc(1, le32toh(pb_hdr(&f->rec)->plane_size));
-	uint64_t nr = pb_nr_pages(&f->rec);
-	int ret;
 
 	if (!plane)
 		return pb_error_errno(f->path, "malloc");
 	build_plane(f, pages, page_size, plane);
-	*marked = pb_count_bits(plane, nr);
+	*marked = pb_count_bits(plane, pb_nr_pages(&f->rec));
 	pb_shift_in(&f->rec, plane, time(NULL));
-	ret = pb_save_learned(f);
 	free(plane);
-	return ret;
+	return 0;
+}
+
+int pb_learn_generation(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
+			uint64_t *marked)
+{
+	int ret = pb_learn_shift_in(f, pages, page_size, marked);
+
+	return ret ? ret : pb_save_learned(f);
 }

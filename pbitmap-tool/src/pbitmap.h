@@ -674,6 +674,13 @@ void pb_pageset_free(struct pb_pageset *s);
  */
 int pb_learn_generation(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
 			uint64_t *marked);
+/*
+ * The first half of it: @pages made the newest generation of f->rec, not
+ * saved (pbitmapd then puts a plan into the program's area: one save for
+ * both).  0 or PB_FAIL.
+ */
+int pb_learn_shift_in(struct pb_file *f, const struct pb_pageset *pages, uint64_t page_size,
+		      uint64_t *marked);
 
 /*
  * System calls that take file pages out of an address space (tracee.c):

@@ -65,6 +65,10 @@ bad '\nPBITMAP_DAEMON yes\n' "line 2: not NAME=VALUE"
 bad 'PBITMAP_DAEMON_LEARN=always\n' "line 1: PBITMAP_DAEMON_LEARN=always is not no, owner or every"
 bad 'PBITMAP_DAEMON_LEARN_INTERVAL_S=86401\n' "line 1: PBITMAP_DAEMON_LEARN_INTERVAL_S: '86401' is not a number from 0 to 86400"
 bad 'PBITMAP_DAEMON_LEARN_WINDOW_MS=0\n' "line 1: PBITMAP_DAEMON_LEARN_WINDOW_MS=0: at least 1"
+bad 'PBITMAP_DAEMON_LEARN_PLANS=maybe\n' "line 1: PBITMAP_DAEMON_LEARN_PLANS=maybe is not yes or no"
+printf 'PBITMAP_DAEMON_LEARN_PLANS=no\n' >plans.conf
+expect_status 0 "$PBITMAPD" --print-config -c plans.conf
+grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 pass "command line; settings: enabled, disabled, the triggers' lines accepted, each bad line an error with its line"
 
 # ---- pbitmap status ----------------------------------------------------------
