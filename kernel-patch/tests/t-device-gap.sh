@@ -90,7 +90,8 @@ unset PBITMAP_RUNDIR
 
 # 4. Errors.
 rc=0; pbitmap device-gap /proc 2>proc.err || rc=$?
-[ $rc = 1 ] && grep -q "not on a block device" proc.err || fail "/proc: exit $rc, $(cat proc.err)"
+[ $rc = 1 ] && grep -qx "pbitmap: /proc: on no single block device (not a block filesystem: proc)" proc.err ||
+	fail "/proc: exit $rc, $(cat proc.err)"
 rc=0; pbitmap device-gap --depth 0 /usr 2>depth.err || rc=$?
 [ $rc = 2 ] || fail "--depth 0: exit $rc, not 2"
 echo "PASS: t-device-gap (requests only: $wide KiB; 4 MiB/s: $g KiB; --set recorded $wide, then $q KiB for pbitmapd: $want)"

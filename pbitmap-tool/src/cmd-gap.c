@@ -26,7 +26,11 @@
  * add, which a fixed gap does not.  With -q only that value is printed.
  * --set also records that value and the device's MAJ:MIN in
  * /run/pbitmap/device-gap, on every kernel: pbitmapd, on a stock kernel,
- * narrows its own join gap to it (daemon/config.c).
+ * narrows its own join gap to it (daemon/config.c).  The device is the one
+ * the path's filesystem reads from (blockdev.c: a btrfs's single device
+ * too), as pbitmapd finds /usr's; a path on no single block device (a
+ * btrfs on several, tmpfs, NFS) is an error, but --set only says so and
+ * exits 0: there is nothing to measure, and the boot service must not fail.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -45,6 +49,7 @@
 #include <unistd.h>
 
 #include "pbitmap.h"
+#include "blockdev.h"
 #include "cli.h"
 
 #define GAP_SYSCTL	"/proc/sys/vm/pbitmap_merge_gap_kb"
@@ -364,21 +369,42 @@ static long long gap_of(long long gap_kb, long long model_kb)
 static int measure(const char *path, unsigned int depth, bool set)
 {
 	unsigned int maj, min;
-	char dev[64];
+	char dev[64], why[PB_BLOCKDEV_WHY];
 	uint64_t bytes;
 	double small, large, byte_s, req_s;
 	long long gap_kb, model, widest, setting;
-	struct stat st;
-	int fd;
+	dev_t devno;
+	int fd, r;
 
-	if (stat(path, &st))
-		return pb_error_errno(path, "cannot stat");
-	/* A block device is measured itself; any other path, the one it is on. */
-	if (S_ISBLK(st.st_mode))
-		st.st_dev = st.st_rdev;
-	maj = major(st.st_dev), min = minor(st.st_dev);
+	/*
+	 * A block device is measured itself; any other path, the one its
+	 * filesystem reads from (a btrfs's one device too): the device
+	 * pbitmapd compares with /usr's, by the same function.
+	 */
+	r = pb_block_device(path, &devno, why, sizeof(why));
+	if (r == PB_FAIL)
+		return pb_error_errno(path, "%s", why);
+	if (r == PB_NONE && !set)
+		return pb_error(path, "on no single block device (%s)", why);
+	if (r == PB_NONE) {
+		/*
+		 * Not an error with --set: the boot service would fail on
+		 * every such /usr (btrfs RAID, a network or memory root),
+		 * where nothing is wrong and there is just nothing to measure.
+		 * A file recorded earlier is left alone: it names the device
+		 * it was measured on, still true of that device, and pbitmapd
+		 * uses it only when that is /usr's single device, which a /usr
+		 * on none never matches; at boot /run is empty anyway.  The
+		 * sysctl is left alone too: at boot it is the model (-1), and
+		 * a value written since is someone's choice.
+		 */
+		pb_note(path, "on no single block device (%s): nothing measured, the join gap"
+			" stays the kernel's model", why);
+		return 0;
+	}
+	maj = major(devno), min = minor(devno);
 	if (!device_node(maj, min, dev, sizeof(dev)))
-		return pb_error(path, "not on a block device of its own (device %u:%u)", maj, min);
+		return pb_error(path, "no block device %u:%u in /sys/dev/block", maj, min);
 	fd = open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (fd < 0)
 		return pb_error_errno(dev, "cannot open");
