@@ -122,6 +122,8 @@ $(BUILD)/pbitmap-audit.so: $(AUDIT_SRCS) $(HDRS) | $(BUILD)
 DAEMON_SRCS := $(addprefix $(TOOL_DIR)/src/,$(RUN_MODULES)) \
 	       $(filter-out %.bpf.c,$(wildcard $(TOOL_DIR)/daemon/*.c))
 DAEMON_HDRS := $(wildcard $(TOOL_DIR)/daemon/*.h)
+# blockdev.c: config.c finds /usr's device as device-gap finds the one it measures
+DAEMON_SRCS += $(TOOL_DIR)/src/blockdev.c
 # generation.c, pageset.c: learning's generations; planfiles.c: its plans
 DAEMON_SRCS += $(TOOL_DIR)/src/generation.c $(TOOL_DIR)/src/pageset.c $(TOOL_DIR)/src/planfiles.c
 # Learning (daemon/learn.bpf.c): one BPF object, CO-RE, built into the

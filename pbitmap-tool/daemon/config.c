@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "pbitmapd.h"
+#include "blockdev.h"
 #include "cli.h"
 
 static int config_number(const char *path, unsigned int line, const char *key,
@@ -243,10 +244,10 @@ bad:
  */
 void config_measured_gap(void)
 {
-	char path[PATH_MAX];
-	struct stat st;
+	char path[PATH_MAX], why[PB_BLOCKDEV_WHY];
 	long long kb;
-	dev_t dev;
+	dev_t dev, usr;
+	int r;
 
 	pbd.cfg.gap_source = pbd.cfg.set & (1u << PBD_SET_GAP) ? PBD_GAP_SETTING : PBD_GAP_DEFAULT;
 	if (pbd.cfg.gap_source == PBD_GAP_SETTING)
@@ -254,13 +255,24 @@ void config_measured_gap(void)
 	snprintf(path, sizeof(path), "%s/%s", pb_run_dir(), PB_DEVICE_GAP_FILE);
 	if (!recorded_gap(path, &kb, &dev))
 		return;
-	if (stat("/usr", &st)) {
-		pb_error_errno("/usr", "cannot stat; the default join gap");
+	/*
+	 * /usr's device as device-gap finds the one it measures (blockdev.c):
+	 * on btrfs st_dev is an anonymous device, and only the filesystem's
+	 * own device can match what was measured.
+	 */
+	r = pb_block_device("/usr", &usr, why, sizeof(why));
+	if (r == PB_FAIL) {
+		pb_error_errno("/usr", "%s; the default join gap", why);
 		return;
 	}
-	if (st.st_dev != dev) {
+	if (r == PB_NONE) {
+		pb_note(path, "measured on device %u:%u, but /usr is on no single block device"
+			" (%s): the default join gap", major(dev), minor(dev), why);
+		return;
+	}
+	if (usr != dev) {
 		pb_note(path, "measured on device %u:%u, not /usr's (%u:%u): the default join gap",
-			major(dev), minor(dev), major(st.st_dev), minor(st.st_dev));
+			major(dev), minor(dev), major(usr), minor(usr));
 		return;
 	}
 	if (kb >= 0 && (uint64_t)kb << 10 < pbd.cfg.gap) {
