@@ -47,11 +47,11 @@ SAN_CFLAGS := -std=c11 -O1 -g $(WARN) -fsanitize=address,undefined \
 	      -DPBITMAP_FAULT_INJECTION
 
 # Debian packages, grouped by what needs them (libssl-dev: the reference
-# SHA-256 of fuzz_stamp, below).
+# SHA-256 of fuzz_stamp, below; btrfs-progs: t-device-gap's btrfs).
 DEPS_BUILD := build-essential pkg-config libelf-dev libzstd-dev zlib1g-dev libmd-dev libbpf-dev clang
 DEPS_TEST  := elfutils binutils gcc-multilib clang llvm libclang-rt-14-dev attr \
 	      libcap2-bin acl openssl e2fsprogs util-linux procps time file coreutils python3 strace \
-	      libssl-dev
+	      libssl-dev btrfs-progs
 DEPS_ALL   := $(DEPS_BUILD) $(DEPS_TEST)
 
 .PHONY: all deps check check-tool demo fuzz install clean man FORCE
