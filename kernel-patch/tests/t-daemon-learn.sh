@@ -20,6 +20,10 @@
 #     only, and stays root's, but only where no user can change what its
 #     path leads to (not under the world-writable /var/tmp); a
 #     --learn=never one never is.
+#   - a root-owned data file of mode 0444 that a stamped program maps: a
+#     run by root learns it (the writer keeps root's CAP_DAC_OVERRIDE, as
+#     the kernel judges the learner's write), the same run with that
+#     capability out of its bounding set does not (learn_skip_failed).
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
 #     is written while it still runs.
 #   - kill -9 of the daemon while its writer rewrites cc1: the writer dies
@@ -116,6 +120,30 @@ read -r mp rp <res.cc1p; read -r mr rr <res.cc1r; read -r md rd <res.cc1
 echo "cold cc1 under pbitmapd: unstamped $mp major faults, $rp read requests; learned by" \
 	"pbitmap record $mr, $rr; learned by pbitmapd $md, $rd"
 [ "$md" -lt "$mp" ] || fail "the bitmap pbitmapd learned cut no major fault ($mp -> $md)"
+
+# ---- a root-owned read-only data file -------------------------------------------
+# root's run writes it as root may (CAP_DAC_OVERRIDE kept), as the kernel
+# would; the same run without that capability does not
+printf '#include <fcntl.h>\n#include <stdio.h>\n#include <sys/mman.h>\nint main(int c, char **v)\n{\n\tint fd = open(v[1], O_RDONLY);\n\tvolatile const char *p = mmap(0, 1 << 20, PROT_READ, MAP_SHARED, fd, 0);\n\tlong s = 0;\n\n\tif (fd < 0 || p == MAP_FAILED)\n\t\treturn 1;\n\tfor (long i = 0; i < (1 << 20); i += 16 << 12)\n\t\ts += p[i];\n\tprintf("%%ld\\n", s);\n\treturn 0;\n}\n' >mapper.c
+gcc -O1 -o mapper mapper.c || fail "cannot build the mapping program"
+head -c $((1 << 20)) /dev/urandom >ro.data
+pbitmap add -q mapper ro.data && chmod 0444 ro.data || fail "cannot stamp the mapper and its data file"
+start_daemon owner.conf
+cold ./mapper ro.data >/dev/null || fail "the mapper failed"	# its policy
+settle execs 1
+w0=$(counter learn_written) f0=$(counter learn_skip_failed)
+cold setpriv --bounding-set -dac_override ./mapper ro.data >/dev/null || fail "the mapper failed without DAC_OVERRIDE"
+settle learn_skip_failed $((f0 + 1))
+[ "$(counter learn_written)" = $((w0 + 1)) ] || fail "root without DAC_OVERRIDE: learn_written +$(($(counter learn_written) - w0)), wanted +1 (the mapper, not ro.data)"
+[ "$(runs ro.data)" = 0 ] || fail "a 0444 data file was written for a root run without CAP_DAC_OVERRIDE"
+cold ./mapper ro.data >/dev/null || fail "the mapper failed"
+settle learn_written $((w0 + 3))
+stop_daemon
+[ "$(runs ro.data)" = 1 ] || fail "root's run: ro.data has $(runs ro.data) generations, wanted 1"
+[ "$(stat -c '%U %a' ro.data)" = "root 444" ] || fail "ro.data is now $(stat -c '%U %a' ro.data)"
+pbitmap verify -q ro.data mapper || fail "the data file's or the mapper's record does not verify"
+echo "read-only data file: root's run learned into the 0444 file (CAP_DAC_OVERRIDE kept), the same run" \
+	"without that capability not ($(newest ro.data) pages learned)"
 
 # ---- the policy ---------------------------------------------------------------
 # every run's files are written as root only on paths no user can change

@@ -143,17 +143,43 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 }
 
 /*
- * No capability left, whatever the user (root's included: a container's
- * root must not read with the daemon's DAC_READ_SEARCH), and the parent's
- * death still kills us (a change of credentials clears PDEATHSIG).
+ * Whether @pid's effective capabilities hold CAP_DAC_OVERRIDE
+ * (/proc/PID/status, CapEff): false when they do not or cannot be read.
  */
-int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr)
+bool task_dac_override(pid_t pid)
+{
+	char path[64], *buf = NULL;
+	unsigned long long eff;
+	bool has = false;
+	size_t cap = 0;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fp = fopen(path, "re");
+	if (!fp)
+		return false;
+	while (getline(&buf, &cap, fp) > 0)
+		if (sscanf(buf, "CapEff: %llx", &eff) == 1)
+			has = eff & (1ull << CAP_DAC_OVERRIDE);
+	free(buf);
+	fclose(fp);
+	return has;
+}
+
+/*
+ * No capability left but @keep (a mask of the first 32: CAP_DAC_OVERRIDE
+ * at most, for a root learner's write), whatever the user (root's
+ * included: a container's root must not read with the daemon's
+ * DAC_READ_SEARCH), and the parent's death still kills us (a change of
+ * credentials clears PDEATHSIG).
+ */
+int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t keep)
 {
 	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct none[2] = { { 0, 0, 0 }, { 0, 0, 0 } };
+	struct __user_cap_data_struct caps[2] = { { keep, keep, 0 }, { 0, 0, 0 } };
 
 	if (setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) ||
-	    setresuid(uid, uid, uid) || syscall(SYS_capset, &hdr, none) ||
+	    setresuid(uid, uid, uid) || syscall(SYS_capset, &hdr, caps) ||
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
 		return PB_FAIL;
 	return 0;
@@ -167,7 +193,7 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr)
 static int enter_task(const struct task *t)
 {
 	if (fchdir(t->root) || chroot(".") || chdir("/") ||
-	    drop_privileges(t->uid, t->gid, t->groups, t->nr_groups))
+	    drop_privileges(t->uid, t->gid, t->groups, t->nr_groups, 0))
 		return PB_FAIL;
 	close(t->root);
 	return 0;
@@ -278,7 +304,7 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
 	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
 
 	if (n <= 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    drop_privileges(65534, 65534, NULL, 0) || pb_xattr_decode(value, (size_t)n, &r))
+	    drop_privileges(65534, 65534, NULL, 0, 0) || pb_xattr_decode(value, (size_t)n, &r))
 		return PB_NONE;
 	content = le64toh(pb_hdr(&r)->content_size);
 	if (content > (uint64_t)st.st_size)

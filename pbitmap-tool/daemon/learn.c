@@ -53,6 +53,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/capability.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
@@ -111,6 +112,7 @@ struct learner {
 	gid_t gid;
 	int nr_groups;
 	gid_t groups[MAX_GROUPS];
+	bool dac_override;	/* root, with CAP_DAC_OVERRIDE at its exec */
 	int root;		/* O_PATH descriptor of its root */
 	char root_path[PATH_MAX];	/* the same, as /proc/PID/maps names files */
 	uint64_t until_ms;
@@ -297,6 +299,7 @@ static bool take_learner(struct learner *l, const struct pbd_learn_event *e)
 		return false;
 	l->root_path[n] = '\0';
 	l->own_root = own_root(l->tgid, l->root);
+	l->dac_override = l->uid == 0 && task_dac_override(l->tgid);
 	return syscall(SYS_pidfd_send_signal, l->pidfd, 0, NULL, 0) == 0;
 }
 
@@ -665,7 +668,16 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 		write_one(l, lf, true, &r);
 		done[i] = true;
 	}
-	if (drop_privileges(l->uid, l->gid, l->groups, l->nr_groups))
+	/*
+	 * As the learner: its user and groups, and no capability but one.  A
+	 * root learner that could override file permissions keeps that
+	 * (CAP_DAC_OVERRIDE): its own write of a root-owned file of mode 0444
+	 * (a git pack, a read-only database) would pass, and the kernel's
+	 * learned write, judged with the learner's credentials, passes too.
+	 * Nothing else: no CAP_FOWNER, CAP_CHOWN, CAP_LINUX_IMMUTABLE.
+	 */
+	if (drop_privileges(l->uid, l->gid, l->groups, l->nr_groups,
+			    l->dac_override ? 1u << CAP_DAC_OVERRIDE : 0))
 		_exit(1);
 	for (size_t k = 0; k < l->nr_files; k++) {
 		size_t i = nth_file(l, k, exe);
