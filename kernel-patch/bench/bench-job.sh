@@ -68,6 +68,7 @@
 #            after the drop, stopped after it; its counters per run in
 #            daemon.txt.  The only prefetching condition a stock kernel runs
 #   pressure-daemon  daemon on a full machine (tree D's files evicted)
+#   daemon-gapN  daemon with its join gap N KiB (PBITMAP_DAEMON_JOIN_GAP_KB)
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the
@@ -121,8 +122,8 @@ needs_b() {
 }
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves; those in the tree it learned (D).
-is_daemon() { case $1 in daemon | pressure-daemon | daemon-b | pressure-daemon-b) return 0 ;; esac; return 1; }
-in_tree_d() { case $1 in daemon | pressure-daemon) return 0 ;; esac; return 1; }
+is_daemon() { case $1 in daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]*) return 0 ;; esac; return 1; }
+in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]*) return 0 ;; esac; return 1; }
 needs_d() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
@@ -133,7 +134,7 @@ needs_daemon() {
 	for c in "${conditions[@]}"; do is_daemon "$c" && return 0; done
 	return 1
 }
-needs_series() { case $1 in off | nora | user | audit | preload | warm | pressure-off | daemon | pressure-daemon) return 1 ;; esac; return 0; }
+needs_series() { case $1 in off | nora | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-gap[0-9]*) return 1 ;; esac; return 0; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
@@ -290,7 +291,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-b | pressure-daemon-b) ;;
+	off | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]*) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -348,6 +349,14 @@ cd /var/tmp && rm -rf bench && mkdir bench && cd bench
 # pbitmapd's settings: on, its defaults else; reading ahead only, for the
 # runs, or learning too (tree D's set-up, every run learned).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
+daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
+	local n=${1#daemon-gap}
+	[ "$n" != "$1" ] || { echo /var/tmp/bench/daemon-read.conf; return; }
+	[ -f /var/tmp/bench/daemon-gap$n.conf ] ||
+		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' "$n" \
+			>/var/tmp/bench/daemon-gap$n.conf
+	echo /var/tmp/bench/daemon-gap$n.conf
+}
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >daemon-learn.conf
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # The pressure conditions' fill: a sparse file on the root disk (its reads
@@ -697,7 +706,7 @@ one_run() {	# W C K
 	set_condition "$c"
 	# pbitmapd after the drop and the fill (they would have it read
 	# ahead the data files they open), its own files on the root disk
-	! is_daemon "$c" || daemon_start /var/tmp/bench/daemon-read.conf
+	! is_daemon "$c" || daemon_start "$(daemon_conf "$c")"
 	cached_kb; c0=$KB
 	series_counter pbitmap_prefetch; p0=$VAL
 	series_counter pbitmap_pages_submitted; q0=$VAL
@@ -769,7 +778,7 @@ waits_run() {	# W C
 	drain
 	drop
 	set_condition "$c"
-	! is_daemon "$c" || daemon_start /var/tmp/bench/daemon-read.conf
+	! is_daemon "$c" || daemon_start "$(daemon_conf "$c")"
 	t0=${EPOCHREALTIME/./}
 	# staprun -c splits its command with wordexp(3), which takes no
 	# redirections: a script does them.
