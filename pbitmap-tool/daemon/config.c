@@ -12,7 +12,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include "pbitmapd.h"
@@ -115,19 +114,23 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 }
 
 /*
- * Ranges closer than this are read as one.  Measured on Debian's kernels
- * (docs/bench/2026-11-29-pbitmapd.md, cold starts on the 150-IOPS disk):
- * on 6.12, 64 KiB (gdb with a plan: 353 read requests against 391 with 256
- * KiB, 597 without the daemon); on 7.3, which reads executables' mappings
- * in large folios of its own, 256 KiB (gdb: 278 against 314 with 64 KiB,
- * 300 without; cc1: 107 against 168, 94 without).  Kernels between are not
- * measured: from 7.0 on, the larger.
+ * Ranges closer than this are read as one: 256 KiB.  Measured on Debian's
+ * kernels, cold starts on the 150-IOPS disk: on 7.3, which reads
+ * executables' mappings in large folios of its own, 256 KiB against 64
+ * (docs/bench/2026-11-29-pbitmapd.md: gdb 278 read requests against 314,
+ * cc1 107 against 168); on 6.12, with the sparse bitmaps and the plans
+ * pbitmapd learns itself, 256 KiB against 64 and 1024 in `make bench`
+ * (docs/bench/2026-11-30-pbitmapd-kernels.md, section 4: read requests
+ * gdb 341 against 377 and 376, emacs 522 against 619 and 543, the pack
+ * 213 against 276 and 251, python3 102 against 122 and 131; faster in
+ * each).  A day earlier, with `pbitmap plan` of bitmaps `pbitmap record`
+ * learned (every page touched: fewer, longer runs), 64 KiB had been
+ * ahead on 6.12 (gdb 353 against 391): the learner pbitmapd runs is what
+ * decides.
  */
 static uint64_t default_gap(void)
 {
-	struct utsname u;
-
-	return uname(&u) == 0 && atoi(u.release) >= 7 ? 256 << 10 : PB_WILLNEED_GAP;
+	return 256 << 10;
 }
 
 /*

@@ -51,9 +51,8 @@ cd "$d" || fail "cd $d"
 export PBITMAP_RUNDIR=$d/run
 R=$PBITMAP_RUNDIR
 
-# The default: 64 KiB before 7.0, 256 KiB from 7.0 (daemon/config.c).
-major=$(uname -r | cut -d. -f1)
-if ((major >= 7)); then dflt=256; else dflt=64; fi
+# The default: 256 KiB (daemon/config.c).
+dflt=256
 # /usr's device as pbitmapd finds it: st_dev, or a btrfs's one device.
 usr_dev=$(stat -c '%Hd:%Ld' /usr) || fail "stat /usr"
 if [[ $(stat -f -c %T /usr) == btrfs ]]; then
