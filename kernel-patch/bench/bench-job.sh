@@ -69,6 +69,9 @@
 #            daemon.txt.  The only prefetching condition a stock kernel runs
 #   pressure-daemon  daemon on a full machine (tree D's files evicted)
 #   daemon-gapN  daemon with its join gap N KiB (PBITMAP_DAEMON_JOIN_GAP_KB)
+#   daemon-probed, pressure-daemon-probed  daemon with the gap it takes from
+#            pbitmap-device-gap.service: the smaller of its default and
+#            the gap `pbitmap device-gap` measures on the bench disk
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the
@@ -120,10 +123,10 @@ needs_b() {
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
 	return 1
 }
-is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b) return 0 ;; esac; return 1; }
+is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves; those in the tree it learned (D).
-is_daemon() { case $1 in daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]*) return 0 ;; esac; return 1; }
-in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]*) return 0 ;; esac; return 1; }
+is_daemon() { case $1 in daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) return 0 ;; esac; return 1; }
+in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) return 0 ;; esac; return 1; }
 needs_d() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
@@ -134,7 +137,7 @@ needs_daemon() {
 	for c in "${conditions[@]}"; do is_daemon "$c" && return 0; done
 	return 1
 }
-needs_series() { case $1 in off | nora | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-gap[0-9]*) return 1 ;; esac; return 0; }
+needs_series() { case $1 in off | nora | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) return 1 ;; esac; return 0; }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
@@ -184,7 +187,8 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 # The gap `pbitmap device-gap` measures on the bench disk, as the package's
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
-if has_condition plan-probed || has_condition plan-probed-paced || has_condition pressure-plan-probed; then
+if has_condition plan-probed || has_condition plan-probed-paced || has_condition pressure-plan-probed ||
+	has_condition daemon-probed || has_condition pressure-daemon-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
@@ -291,7 +295,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]*) ;;
+	off | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -351,7 +355,13 @@ cd /var/tmp && rm -rf bench && mkdir bench && cd bench
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	local n=${1#daemon-gap}
-	[ "$n" != "$1" ] || { echo /var/tmp/bench/daemon-read.conf; return; }
+	case $1 in
+	*daemon-probed)	# pbitmapd's rule: the measured gap where narrower than 256
+		n=256
+		[ "$probe_gap" -lt 0 ] || [ "$probe_gap" -ge 256 ] || n=$probe_gap ;;
+	daemon-gap[0-9]*) ;;
+	*) echo /var/tmp/bench/daemon-read.conf; return ;;
+	esac
 	[ -f /var/tmp/bench/daemon-gap$n.conf ] ||
 		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' "$n" \
 			>/var/tmp/bench/daemon-gap$n.conf
@@ -426,40 +436,25 @@ for w in "${workloads[@]}"; do
 	cp "$w.out" "$OUT/$w.reference-output"
 done
 
-# --- The learned tree B: the same system as hard links (nothing copied but
-# the data files, whose record is an attribute of the inode), its own
+# --- The learned trees, B (the kernel's) and D (pbitmapd's): the same
+# system as hard links (nothing copied but the data files, whose record is
+# an attribute of the inode), made before A is stamped, each with its own
 # inodes for every file of the set once stamped (add --break-links).
-B=$A/learned
-if needs_b; then
-	log "learned tree"
-	mkdir -p $B
-	for d in usr etc var root; do cp -al $A/$d $B/; done
-	for l in bin sbin lib lib32 lib64 libx32; do [ -L $A/$l ] && cp -P $A/$l $B/; done
-	mkdir -p $B/proc $B/sys $B/dev $B/tmp
-	chroot_mounts $B
+learned_tree() {	# ROOT
+	mkdir -p "$1"
+	for d in usr etc var root; do cp -al $A/$d "$1/"; done
+	for l in bin sbin lib lib32 lib64 libx32; do [ -L $A/$l ] && cp -P $A/$l "$1/"; done
+	mkdir -p "$1/proc" "$1/sys" "$1/dev" "$1/tmp"
+	chroot_mounts "$1"
 	for f in "${stamped[@]}"; do
 		if ! head -c 4 "$A$f" | grep -q ELF; then
-			cp -p "$A$f" "$B$f.copy" && mv "$B$f.copy" "$B$f"
+			cp -p "$A$f" "$1$f.copy" && mv "$1$f.copy" "$1$f"
 		fi
 	done
-fi
-
-# --- The daemon's tree D, made as B is (before A is stamped: D's links are
-# to the unstamped files).
-D=$A/dlearned
-if needs_d; then
-	log "daemon-learned tree"
-	mkdir -p $D
-	for d in usr etc var root; do cp -al $A/$d $D/; done
-	for l in bin sbin lib lib32 lib64 libx32; do [ -L $A/$l ] && cp -P $A/$l $D/; done
-	mkdir -p $D/proc $D/sys $D/dev $D/tmp
-	chroot_mounts $D
-	for f in "${stamped[@]}"; do
-		if ! head -c 4 "$A$f" | grep -q ELF; then
-			cp -p "$A$f" "$D$f.copy" && mv "$D$f.copy" "$D$f"
-		fi
-	done
-fi
+}
+B=$A/learned D=$A/dlearned
+if needs_b; then log "learned tree"; learned_tree $B; fi
+if needs_d; then log "daemon-learned tree"; learned_tree $D; fi
 
 # --- Stamp A with the ground truth.
 log "stamping ${#stamped[@]} files"

@@ -61,6 +61,9 @@ DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 BENCH_KERNEL=${BENCH_KERNEL:-patched} PBITMAPD=${PBITMAPD:-$TOP/build/pbitmapd}
 WAITS=${WAITS:-0} WAITS_KO=${WAITS_KO:-$TOP/build/stap/stap_waits.ko}
+# Whether a condition runs pbitmapd (daemon, pressure-daemon, daemon-b, ...).
+daemon=0
+for c in $CONDITIONS; do case $c in daemon | *-daemon | daemon-* | *-daemon-*) daemon=1 ;; esac; done
 # The kernel booted: the series', or one of Debian's as it ships.
 kernel_env=(KERNEL="${KERNEL:-$TOP/build/kbuild/arch/x86/boot/bzImage}" KBUILD="${KBUILD:-$TOP/build/kbuild}")
 case $BENCH_KERNEL in
@@ -76,7 +79,7 @@ stock-6.12 | stock-7.3)
 	# microbenchmark measures pbitmapd there, if it runs
 	[ "$WAITS" = 0 ] || echo "bench: BENCH_KERNEL=$BENCH_KERNEL: no wait attribution (waits.stp is built for the series' kernel)"
 	WAITS=0
-	[[ " $CONDITIONS " == *" daemon "* || " $CONDITIONS " == *" pressure-daemon "* ]] || EXEC_BENCH=0 ;;
+	[ $daemon = 1 ] || EXEC_BENCH=0 ;;
 *) die "BENCH_KERNEL=$BENCH_KERNEL: patched, stock-6.12 or stock-7.3" ;;
 esac
 case $WAITS in
@@ -96,8 +99,6 @@ for d in $DISK; do
 	esac
 done
 [[ " $WORKLOADS " != *" pack "* ]] || [ -f "$PACK_DIR/linux.pack" ] || die "no $PACK_DIR/linux.pack"
-daemon=0
-for c in $CONDITIONS; do case $c in daemon | pressure-daemon | daemon-b | pressure-daemon-b) daemon=1 ;; esac; done
 [ $daemon = 0 ] || [ -x "$PBITMAPD" ] || die "no $PBITMAPD (make build/pbitmapd)"
 mkdir -p "$OUTDIR"
 OUTDIR=$(cd "$OUTDIR" && pwd)
@@ -112,7 +113,7 @@ OUTDIR=$(cd "$OUTDIR" && pwd)
 nwl=$(wc -w <<<"$WORKLOADS") ncond=$(wc -w <<<"$CONDITIONS")
 gcc_in=0; [[ " $WORKLOADS " != *" gcc "* ]] || gcc_in=1
 npress=0
-for c in $CONDITIONS; do case $c in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b) npress=$((npress + 1)) ;; esac; done
+for c in $CONDITIONS; do case $c in pressure | pressure-*) npress=$((npress + 1)) ;; esac; done
 per_boot=$((ncond * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in)))
 est_s=$((360 + 45 * LEARN_RUNS * gcc_in + ncond * (RUNS * (nwl - gcc_in) * 4 + GCC_RUNS * gcc_in * 40) +
 	npress * (RUNS * (nwl - gcc_in) + GCC_RUNS * gcc_in) * 5 + daemon * 60 * (LEARN_RUNS + 1)))

@@ -32,8 +32,9 @@ import stats  # noqa: E402
 # (state, baseline, pbitmapd's conditions, the series' plan): `daemon` is
 # pbitmapd in its own learned tree, `daemon-b` in the series' learned tree
 # (a boot of the series, whose test-bed kernel cannot run BPF).
-STATES = (("after a drop", "off", ("daemon", "daemon-b"), "plan"),
-          ("full machine", "pressure-off", ("pressure-daemon", "pressure-daemon-b"), "pressure-plan"))
+STATES = (("after a drop", "off", ("daemon", "daemon-b", "daemon-probed"), "plan"),
+          ("full machine", "pressure-off", ("pressure-daemon", "pressure-daemon-b",
+                                            "pressure-daemon-probed"), "pressure-plan"))
 
 
 def load(spec):
