@@ -1,6 +1,8 @@
 # Sourced by the stock-kernel guest tests of pbitmapd (t-daemon.sh,
-# t-daemon-learn.sh) with W set: their work directory, made afresh; fail();
-# NOBODY; the checks that this is a stock kernel and pbitmapd is at hand.
+# t-daemon-learn.sh, t-daemon-learn-plan.sh) with W set: their work
+# directory, made afresh; fail(); NOBODY; the checks that this is a stock
+# kernel and pbitmapd is at hand; and for the learning tests, a daemon with
+# its status file in $W (start_daemon, stop_daemon, counter, settle).
 HERE=$(cd "$(dirname "$0")" && pwd)
 PBITMAPD=$HERE/pbitmapd
 rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
@@ -10,3 +12,22 @@ NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 [ ! -e /proc/sys/vm/pbitmap_enabled ] ||
 	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
 [ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+
+DPID=
+start_daemon() {	# CONF [OPTION...]: pbitmapd with $W/CONF, once its status is written
+	rm -f "$W/status"
+	"$PBITMAPD" "${@:2}" -c "$W/$1" -s "$W/status" 2>>"$W/daemon.log" &
+	DPID=$!
+	for _ in $(seq 100); do [ -s "$W/status" ] && return 0; sleep 0.1; done
+	fail "pbitmapd wrote no status file in 10 s"
+}
+stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null; wait "$DPID" || true; DPID=; }; }
+counter() { awk -v k="$1" '$1 == k { print $2 }' "$W/status"; }
+# settle NAME MIN: no child at work, and counter NAME at least MIN (20 s at most)
+settle() {
+	for _ in $(seq 200); do
+		[ "$(counter pending)" = 0 ] && [ "$(counter "$1")" -ge "$2" ] && return 0
+		sleep 0.1
+	done
+	fail "after 20 s: $1 $(counter "$1"), wanted $2; pending $(counter pending)"
+}

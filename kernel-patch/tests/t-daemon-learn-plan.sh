@@ -31,25 +31,7 @@ source "$(dirname "$0")/daemonlib.sh"
 [ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
 t0=$(date +%s)
 
-DPID=
-start_daemon() {	# CONF [-v]
-	rm -f status
-	"$PBITMAPD" ${2:-} -c "$W/$1" -s "$W/status" 2>>"$W/daemon.log" &
-	DPID=$!
-	for _ in $(seq 100); do [ -s status ] && break; sleep 0.1; done
-	[ -s status ] || fail "pbitmapd wrote no status file in 10 s"
-}
-stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null; wait "$DPID" || true; DPID=; }; }
 trap 'stop_daemon' EXIT
-counter() { awk -v k="$1" '$1 == k { print $2 }' "$W/status"; }
-# settle: no child at work, and $1 at least $2 (20 s at most)
-settle() {
-	for _ in $(seq 200); do
-		[ "$(counter pending)" = 0 ] && [ "$(counter "$1")" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "after 20 s: $1 $(counter "$1"), wanted $2; pending $(counter pending)"
-}
 # FILE's show --json, in $W/FILE's base name.json
 json() { pbitmap show --json "$1" >"$W/${1##*/}.json" || fail "pbitmap show --json $1"; }
 runs() { json "$1"; python3 -c 'import json, sys; print(json.load(open(sys.argv[1]))[0]["runs"])' "$W/${1##*/}.json"; }

@@ -34,26 +34,11 @@ W=/var/tmp/t-daemon-learn
 source "$(dirname "$0")/daemonlib.sh"
 [ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
 
-DPID=
-start_daemon() {	# CONF
-	rm -f status
-	"$PBITMAPD" -v -c "$W/$1" -s "$W/status" 2>>"$W/daemon.log" &
-	DPID=$!
-	for _ in $(seq 100); do [ -s status ] && break; sleep 0.1; done
-	[ -s status ] || fail "pbitmapd wrote no status file in 10 s"
+learning_daemon() {	# CONF: pbitmapd, -v, learning
+	start_daemon "$1" -v
 	[ "$(counter learning)" = 1 ] || fail "learning is not on ($(counter learning)): $(cat daemon.log)"
 }
-stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null; wait "$DPID" || true; DPID=; }; }
 trap 'stop_daemon' EXIT
-counter() { awk -v k="$1" '$1 == k { print $2 }' "$W/status"; }
-# settle: no child at work, and $1 at least $2 (10 s at most)
-settle() {
-	for _ in $(seq 100); do
-		[ "$(counter pending)" = 0 ] && [ "$(counter "$1")" -ge "$2" ] && return 0
-		sleep 0.1
-	done
-	fail "after 10 s: $1 $(counter "$1"), wanted $2; pending $(counter pending)"
-}
 runs() { pbitmap show --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["runs"])'; }
 newest() {	# the pages of the newest generation
 	pbitmap show "$1" | awk '$1 == "0" && NF >= 3 { print $2; exit }'
@@ -71,7 +56,7 @@ cp "$CC1" cc1 && cp "$CC1" cc1r && cp "$CC1" cc1p
 pbitmap add -q cc1 cc1r "$GMP" || fail "cannot stamp cc1 and libgmp"
 mode0=$(stat -c '%U %a' cc1)
 gmp_ino=$(stat -c %i "$GMP")
-start_daemon owner.conf
+learning_daemon owner.conf
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; "$@"; }
 cold ./cc1 -quiet -O2 x.c -o 0.s		# its record read: from now on, it is learned
 settle execs 1
@@ -100,13 +85,7 @@ echo "owner: 3 runs of cc1 by root, 3 generations in cc1 and in libgmp (in place
 	"faulted, of $r touched (pbitmap record, fault-around off): $((d * 100 / r))%"
 
 # a cold start read ahead from each bitmap (learning off, so nothing changes)
-start_daemon_nolearn() {
-	rm -f status
-	"$PBITMAPD" -c "$W/no.conf" -s "$W/status" 2>>"$W/daemon.log" &
-	DPID=$!
-	for _ in $(seq 100); do [ -s status ] && break; sleep 0.1; done
-}
-start_daemon_nolearn
+start_daemon no.conf
 for p in cc1p cc1r cc1; do
 	sync; echo 3 >/proc/sys/vm/drop_caches
 	read -r r0 _ </sys/block/vda/stat
@@ -128,7 +107,7 @@ printf '#include <fcntl.h>\n#include <stdio.h>\n#include <sys/mman.h>\nint main(
 gcc -O1 -o mapper mapper.c || fail "cannot build the mapping program"
 head -c $((1 << 20)) /dev/urandom >ro.data
 pbitmap add -q mapper ro.data && chmod 0444 ro.data || fail "cannot stamp the mapper and its data file"
-start_daemon owner.conf
+learning_daemon owner.conf
 cold ./mapper ro.data >/dev/null || fail "the mapper failed"	# its policy
 settle execs 1
 w0=$(counter learn_written) f0=$(counter learn_skip_failed)
@@ -154,7 +133,7 @@ pbitmap add -q own && pbitmap add -q --learn=every every "$R/every" && pbitmap a
 	fail "cannot stamp the policy copies"
 mkdir -m 1777 out
 as_nobody() { cold "${NOBODY[@]}" "./$1" -quiet -O2 x.c -o "out/$1.$2.s"; }
-start_daemon owner.conf
+learning_daemon owner.conf
 for i in 1 2 3; do as_nobody own "$i"; as_nobody every "$i"; ./never -quiet -O2 x.c -o "never.$i.s"; done
 settle execs 9
 sleep 1
@@ -162,7 +141,7 @@ stop_daemon
 [ "$(runs own)" = 0 ] || fail "nobody's runs of a root-owned --learn=owner program were learned"
 [ "$(runs every)" = 0 ] || fail "nobody's runs of a --learn=every program were learned under LEARN=owner"
 [ "$(runs never)" = 0 ] || fail "a --learn=never program was learned"
-start_daemon every.conf
+learning_daemon every.conf
 nobody_R() { cold "${NOBODY[@]}" "$R/every" -quiet -O2 "$W/x.c" -o "$W/out/R.$1.s"; }
 nobody_R 1
 as_nobody every 4
@@ -185,7 +164,7 @@ printf '#include <unistd.h>\nint main(void) { sleep(4); return 0; }\n' >s.c
 gcc -O1 -o slow s.c || fail "cannot build a program"
 pbitmap add -q slow || fail "cannot stamp it"
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=500\n' >window.conf
-start_daemon window.conf
+learning_daemon window.conf
 ./slow &
 first=$!
 settle execs 1
@@ -202,7 +181,7 @@ pbitmap verify -q slow own every never "$R/every" || fail "a record does not ver
 
 # ---- kill -9 during a write ------------------------------------------------------
 n0=$(runs cc1)
-start_daemon owner.conf
+learning_daemon owner.conf
 cold ./cc1 -quiet -O2 x.c -o k0.s		# its policy, for this daemon
 settle execs 1
 ./cc1 -quiet -O2 x.c -o k1.s			# learned: its writer starts at its exit

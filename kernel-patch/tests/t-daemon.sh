@@ -279,7 +279,10 @@ sys.exit(1)
 PY
 }
 k0=$(counter killed_stopped)
-stopped=
+# A SIGSTOP that lands on a child already exiting stops nothing (it ends
+# as any other, not killed_stopped): under load that happens, and the
+# cycle is tried again, at most 20 cold execs in all.
+stops=0
 for _ in $(seq 20); do
 	stop_child 3 >stopped.pid &
 	stopper=$!
@@ -287,21 +290,20 @@ for _ in $(seq 20); do
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	./prog >/dev/null || fail "prog failed while its reader was stopped"
-	if wait "$stopper"; then
-		stopped=$(cat stopped.pid)
-		break
-	fi
+	wait "$stopper" || continue
+	stopped=$(cat stopped.pid) stops=$((stops + 1))
+	for _ in $(seq 20); do
+		[ -z "$(cat "/proc/$DPID/task/$DPID/children")" ] && break
+		sleep 0.1
+	done
+	[ -z "$(cat "/proc/$DPID/task/$DPID/children")" ] ||
+		fail "the stopped child $stopped is still there after 2 s: $(cat "/proc/$DPID/task/$DPID/children")"
+	for _ in $(seq 20); do [ "$(counter killed_stopped)" -gt "$k0" ] && break; sleep 0.1; done
+	[ "$(counter killed_stopped)" -gt "$k0" ] && break
 done
-[ -n "$stopped" ] || fail "could not stop a child of the daemon in 20 cold execs"
-for _ in $(seq 20); do
-	[ -z "$(cat "/proc/$DPID/task/$DPID/children")" ] && break
-	sleep 0.1
-done
-[ -z "$(cat "/proc/$DPID/task/$DPID/children")" ] ||
-	fail "the stopped child $stopped is still there after 2 s: $(cat "/proc/$DPID/task/$DPID/children")"
-for _ in $(seq 20); do [ "$(counter killed_stopped)" -gt "$k0" ] && break; sleep 0.1; done
-[ "$(counter killed_stopped)" = $((k0 + 1)) ] ||
-	fail "killed_stopped $(counter killed_stopped), want $((k0 + 1))"
+((stops > 0)) || fail "could not stop a child of the daemon in 20 cold execs"
+k=$(($(counter killed_stopped) - k0))
+((k >= 1 && k <= stops)) || fail "killed_stopped +$k after $stops children stopped, want 1 to $stops"
 sleep 2.1	# the same program read ahead again only after 2 s (skip_recent)
 p0=$(counter prefetched)
 e0=$(counter execs)
