@@ -24,11 +24,13 @@
 
 /*
  * The real user, real group and groups of @pid (as this process's
- * namespace sees them).  Real, not effective: the process may be past
- * another exec by now, of a set-user-ID program whose effective user
- * would read what the user who started it may not.
+ * namespace sees them), and, when @cap_eff is not NULL, its effective
+ * capabilities (0 when not given).  Real, not effective: the process may
+ * be past another exec by now, of a set-user-ID program whose effective
+ * user would read what the user who started it may not.
  */
-int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr)
+int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr,
+	       uint64_t *cap_eff)
 {
 	char path[64], *buf = NULL, *p, *end;
 	unsigned int u[4], g[4];
@@ -42,7 +44,11 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *n
 	if (!fp)
 		return -1;
 	*nr = 0;
+	if (cap_eff)
+		*cap_eff = 0;
 	while (getline(&buf, &cap, fp) > 0) {
+		unsigned long long eff;
+
 		if (sscanf(buf, "Uid: %u %u %u %u", &u[0], &u[1], &u[2], &u[3]) == 4) {
 			*uid = u[0];
 			found |= 1;
@@ -62,6 +68,8 @@ int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *n
 				groups[(*nr)++] = (gid_t)v;
 			}
 			found |= 4;
+		} else if (cap_eff && sscanf(buf, "CapEff: %llx", &eff) == 1) {
+			*cap_eff = eff;
 		}
 	}
 	free(buf);
@@ -130,7 +138,8 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 		memset(t->marker, 0, sizeof(t->marker));
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (t->root < 0 || task_creds(pid, &t->uid, &t->gid, t->groups, NGROUPS_MAX, &t->nr_groups) ||
+	if (t->root < 0 ||
+	    task_creds(pid, &t->uid, &t->gid, t->groups, NGROUPS_MAX, &t->nr_groups, NULL) ||
 	    task_path(pid, exe_fd, t->exe, sizeof(t->exe)))
 		return PB_NONE;
 	/*
@@ -140,30 +149,6 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 	if (pidfd < 0 || syscall(SYS_pidfd_send_signal, pidfd, 0, NULL, 0))
 		return PB_NONE;
 	return 0;
-}
-
-/*
- * Whether @pid's effective capabilities hold CAP_DAC_OVERRIDE
- * (/proc/PID/status, CapEff): false when they do not or cannot be read.
- */
-bool task_dac_override(pid_t pid)
-{
-	char path[64], *buf = NULL;
-	unsigned long long eff;
-	bool has = false;
-	size_t cap = 0;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fp = fopen(path, "re");
-	if (!fp)
-		return false;
-	while (getline(&buf, &cap, fp) > 0)
-		if (sscanf(buf, "CapEff: %llx", &eff) == 1)
-			has = eff & (1ull << CAP_DAC_OVERRIDE);
-	free(buf);
-	fclose(fp);
-	return has;
 }
 
 /*

@@ -284,6 +284,7 @@ static bool own_root(pid_t pid, int root)
 static bool take_learner(struct learner *l, const struct pbd_learn_event *e)
 {
 	unsigned long long ticks, want = e->start / (1000000000ull / (unsigned long long)sysconf(_SC_CLK_TCK));
+	uint64_t caps;
 	char path[64];
 	ssize_t n;
 
@@ -294,12 +295,12 @@ static bool take_learner(struct learner *l, const struct pbd_learn_event *e)
 	l->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	n = readlink(path, l->root_path, sizeof(l->root_path) - 1);
 	if (l->root < 0 || n <= 0 ||
-	    task_creds(l->tgid, &l->uid, &l->gid, l->groups, MAX_GROUPS, &l->nr_groups) ||
+	    task_creds(l->tgid, &l->uid, &l->gid, l->groups, MAX_GROUPS, &l->nr_groups, &caps) ||
 	    l->uid != e->uid || l->gid != e->gid)
 		return false;
 	l->root_path[n] = '\0';
 	l->own_root = own_root(l->tgid, l->root);
-	l->dac_override = l->uid == 0 && task_dac_override(l->tgid);
+	l->dac_override = l->uid == 0 && (caps & (1ull << CAP_DAC_OVERRIDE));
 	return syscall(SYS_pidfd_send_signal, l->pidfd, 0, NULL, 0) == 0;
 }
 

@@ -129,10 +129,10 @@ unsigned int memory_pressure(void);
 uint64_t exec_budget(pid_t pid);
 
 /* child.c */
-int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr);
+int task_creds(pid_t pid, uid_t *uid, gid_t *gid, gid_t *groups, int max, int *nr,
+	       uint64_t *cap_eff);
 const char *under_root(const char *root, const char *path);
 int task_path(pid_t pid, int fd, char *out, size_t size);
-bool task_dac_override(pid_t pid);
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t keep);
 void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
