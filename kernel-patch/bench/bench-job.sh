@@ -80,7 +80,7 @@
 #   pressure-daemon-b  daemon-b on a full machine
 # On a stock kernel (no vm.pbitmap_*: bench-run.sh's BENCH_KERNEL) only the
 # conditions that need nothing of the series run: off, nora, user, audit,
-# preload, warm, pressure-off, daemon, pressure-daemon.
+# preload, warm, pressure-off and pbitmapd's in tree D (in_tree_d).
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
@@ -124,9 +124,10 @@ needs_b() {
 	return 1
 }
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
-# The conditions pbitmapd serves; those in the tree it learned (D).
-is_daemon() { case $1 in daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) return 0 ;; esac; return 1; }
+# The conditions pbitmapd serves: those in the tree it learned (D), and
+# those in the kernel's learned tree B.
 in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) return 0 ;; esac; return 1; }
+is_daemon() { in_tree_d "$1" || [ "$1" = daemon-b ] || [ "$1" = pressure-daemon-b ]; }
 needs_d() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
@@ -137,7 +138,11 @@ needs_daemon() {
 	for c in "${conditions[@]}"; do is_daemon "$c" && return 0; done
 	return 1
 }
-needs_series() { case $1 in off | nora | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) return 1 ;; esac; return 0; }
+needs_series() {
+	in_tree_d "$1" && return 1
+	case $1 in off | nora | user | audit | preload | warm | pressure-off) return 1 ;; esac
+	return 0
+}
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
 for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
@@ -295,7 +300,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | audit | preload | warm | pressure-off | daemon | pressure-daemon | daemon-b | pressure-daemon-b | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed) ;;
+	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -306,7 +311,7 @@ set_condition() {
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
 	plan-probed | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
-	*) die "unknown condition $1" ;;
+	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac
 	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
 	[ $series = 1 ] || return 0
@@ -453,6 +458,42 @@ learned_tree() {	# ROOT
 	done
 }
 B=$A/learned D=$A/dlearned
+# ROOT ARRAY: ROOT's files of the set stamped with empty bitmaps, and the
+# programs the workloads exec with a plan area too, learned with them;
+# ARRAY gets those programs' paths.
+stamp_to_learn() {
+	local -n progs=$2
+	local w e
+	pbitmap add -q --break-links "${stamped[@]/#/$1}" || die "pbitmap add in $1 failed"
+	progs=()
+	for w in "${workloads[@]}"; do
+		for e in ${cmd[$w]%% *} $([ "$w" = gcc ] && echo "$cc1"); do
+			progs+=("$1$(real "$e")")
+		done
+	done
+	pbitmap add -q --break-links --plan-size "$PLAN_SIZE" "${progs[@]}" ||
+		die "pbitmap add --plan-size in $1 failed"
+}
+# ROOT PROGRAM...: each PROGRAM's plan (pbitmap show), named in ROOT.
+plans_of() {
+	local root=$1 e
+	shift
+	for e; do
+		echo "  ${e#"$root"}:"
+		pbitmap show "$e" | sed -n '/^  plan /,$p' | sed 's/^/  /'
+	done
+}
+# ROOT OUT: ROOT's learned bitmaps against the ground truth (jaccard.py), to OUT.
+against_truth() {
+	python3 - "$1" truth.json "$2.json" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[2]))
+t["files"] = [dict(f, path=sys.argv[1] + f["path"]) for f in t["files"] if f["count"]]
+json.dump(t, open(sys.argv[3], "w"))
+PY
+	python3 "$JOB/jaccard.py" "$2.json" >"$2" 2>&1 ||
+		die "the learned tree $1 has a file without a bitmap: $(tail -n 3 "$2")"
+}
 if needs_b; then log "learned tree"; learned_tree $B; fi
 if needs_d; then log "daemon-learned tree"; learned_tree $D; fi
 
@@ -473,16 +514,7 @@ python3 "$JOB/stamp-truth.py" truth-A.json "${stamped[@]/#/$A}" >stamped.txt ||
 # the kernel learning (files owned by root, runs by root: vm.pbitmap_learn=1),
 # each run's set written at once (flush); learning off for the measurements.
 if needs_b; then
-	pbitmap add -q --break-links "${stamped[@]/#/$B}" || die "pbitmap add in $B failed"
-	# The programs the workloads exec get a plan area, learned with them.
-	exes=()
-	for w in "${workloads[@]}"; do
-		for e in ${cmd[$w]%% *} $([ "$w" = gcc ] && echo "$cc1"); do
-			exes+=("$B$(real "$e")")
-		done
-	done
-	pbitmap add -q --break-links --plan-size "$PLAN_SIZE" "${exes[@]}" ||
-		die "pbitmap add --plan-size in $B failed"
+	stamp_to_learn $B exes
 	vm pbitmap_learn_window_ms 300000
 	vm pbitmap_learn_interval_s 0
 	vm pbitmap_learn_data_interval_s 0
@@ -499,14 +531,7 @@ if needs_b; then
 	done
 	vm pbitmap_learn 0
 	set_condition off
-	python3 - $B truth.json truth-B.json <<'PY'
-import json, sys
-t = json.load(open(sys.argv[2]))
-t["files"] = [dict(f, path=sys.argv[1] + f["path"]) for f in t["files"] if f["count"]]
-json.dump(t, open(sys.argv[3], "w"))
-PY
-	python3 "$JOB/jaccard.py" truth-B.json >learned.txt 2>&1 ||
-		die "the learned tree has a file without a bitmap: $(tail -n 3 learned.txt)"
+	against_truth $B learned.txt
 fi
 
 # --- D learns, as B does, but from pbitmapd: empty bitmaps and plan areas,
@@ -516,15 +541,7 @@ fi
 # it the program's policy), then LEARN_RUNS cold runs of each; each run's
 # generations written before the next run (its writers idle: pending 0).
 if needs_d; then
-	pbitmap add -q --break-links "${stamped[@]/#/$D}" || die "pbitmap add in $D failed"
-	dexes=()
-	for w in "${workloads[@]}"; do
-		for e in ${cmd[$w]%% *} $([ "$w" = gcc ] && echo "$cc1"); do
-			dexes+=("$D$(real "$e")")
-		done
-	done
-	pbitmap add -q --break-links --plan-size "$PLAN_SIZE" "${dexes[@]}" ||
-		die "pbitmap add --plan-size in $D failed"
+	stamp_to_learn $D dexes
 	daemon_idle() {	# the learning runs' writers done (10 s at most)
 		local i
 		for ((i = 0; i < 100; i++)); do
@@ -548,14 +565,7 @@ if needs_d; then
 	done
 	cp $DAEMON_STATUS "$OUT/daemon-learning-status"
 	daemon_stop
-	python3 - $D truth.json truth-D.json <<'PY'
-import json, sys
-t = json.load(open(sys.argv[2]))
-t["files"] = [dict(f, path=sys.argv[1] + f["path"]) for f in t["files"] if f["count"]]
-json.dump(t, open(sys.argv[3], "w"))
-PY
-	python3 "$JOB/jaccard.py" truth-D.json >dlearned.txt 2>&1 ||
-		die "the daemon-learned tree has a file without a bitmap: $(tail -n 3 dlearned.txt)"
+	against_truth $D dlearned.txt
 fi
 
 # --- The request floor of every workload, in each tree.
@@ -594,20 +604,14 @@ done
 		echo "learned over $LEARN_RUNS runs each, against the ground truth (granules):"
 		sed 's/^/  /' learned.txt
 		echo "start-up plans learned in the same runs (pbitmap show, run outside the chroot: a file \"replaced\" is the root disk's, not the tree's):"
-		for e in "${exes[@]}"; do
-			echo "  ${e#"$B"}:"
-			pbitmap show "$e" | sed -n '/^  plan /,$p' | sed 's/^/  /'
-		done
+		plans_of $B "${exes[@]}"
 	fi
 	if needs_d; then
 		echo "learned by pbitmapd over $LEARN_RUNS runs each, against the ground truth (granules):"
 		sed 's/^/  /' dlearned.txt
 		echo "its counters after learning: $(grep -E '^learn' "$OUT/daemon-learning-status" | tr '\n' ' ')"
 		echo "start-up plans pbitmapd learned (pbitmap show):"
-		for e in "${dexes[@]}"; do
-			echo "  ${e#"$D"}:"
-			pbitmap show "$e" | sed -n '/^  plan /,$p' | sed 's/^/  /'
-		done
+		plans_of $D "${dexes[@]}"
 	fi
 } >"$OUT/setup.txt"
 cp truth.json "$OUT/truth.json"

@@ -29,12 +29,6 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
 import stats  # noqa: E402
 
-# (state, baseline, pbitmapd's conditions, the series' plan): `daemon` is
-# pbitmapd in its own learned tree, `daemon-b` in the series' learned tree
-# (a boot of the series, whose test-bed kernel cannot run BPF).
-STATES = (("after a drop", "off", ("daemon", "daemon-b", "daemon-probed"), "plan"),
-          ("full machine", "pressure-off", ("pressure-daemon", "pressure-daemon-b",
-                                            "pressure-daemon-probed"), "pressure-plan"))
 
 
 def load(spec):
@@ -51,12 +45,12 @@ def table(kernels, disk):
     ref = next(((lbl, r) for lbl, r in kernels
                 if any((disk, w, "plan") in r.cells for w in r.workloads)), None)
     rows_in = []
-    for state, off, dmns, plan in STATES:
-        for lbl, r in kernels:
+    for lbl, r in kernels:
+        for dmn, off, plan in report.DAEMON_PAIRS:	# pbitmapd's conditions, as report.py's
+            state = "after a drop" if off == report.BASELINE else "full machine"
             for w in r.workloads:
-                for dmn in dmns:
-                    if (disk, w, off) in r.cells and (disk, w, dmn) in r.cells:
-                        rows_in.append((state, off, dmn, plan, lbl, r, w))
+                if (disk, w, off) in r.cells and (disk, w, dmn) in r.cells:
+                    rows_in.append((state, off, dmn, plan, lbl, r, w))
     if not rows_in:
         return ""
     # Bonferroni within each kernel's rows, as report.py's table of that CSV
@@ -70,10 +64,7 @@ def table(kernels, disk):
         if ref and (disk, w, plan) in ref[1].cells and (disk, w, off) in ref[1].cells:
             poff = ref[1].summary(disk, w, off, "read_requests").median
             pplan = ref[1].summary(disk, w, plan, "read_requests").median
-            if poff and pplan < poff and med[off]:
-                cut, kcut = 1 - med[dmn] / med[off], 1 - pplan / poff
-                share = (f"{cut / kcut:.2f} " +
-                         ("PASS" if cut >= report.TARGET_DAEMON_CUT * kcut else "FAIL"))
+            share = report.cut_share(med[dmn], med[off], poff, pplan)
         rows.append([w, f"{dmn} ({state})", lbl,
                      f"{report.fmt(med[off], 0)} / {report.fmt(med[dmn], 0)}",
                      report.fmt_ratio(med[dmn], med[off]), share]

@@ -290,6 +290,17 @@ def not_slower_cells(base: list, other: list, level: float) -> list:
             f"{hi / median:+.1%} " + ("PASS" if hi <= TARGET_SLOWER * median else "FAIL")]
 
 
+def cut_share(daemon: float, off: float, plan_off: float, plan: float) -> str:
+    """pbitmapd's cut in read requests (1 - daemon / off) as a share of the
+    kernel plan's (1 - plan / plan_off; the two pairs may come from
+    different boots), with issue 45's verdict (at least TARGET_DAEMON_CUT),
+    as a table cell; "-" where the plan cut nothing."""
+    if not off or not plan_off or plan >= plan_off:
+        return "-"
+    cut, kcut = 1 - daemon / off, 1 - plan / plan_off
+    return f"{cut / kcut:.2f} " + ("PASS" if cut >= TARGET_DAEMON_CUT * kcut else "FAIL")
+
+
 def md_table(headers: list, rows: list) -> str:
     """A Markdown table padded so that it also reads as plain text: first
     columns (labels) left-aligned, the figures right-aligned."""
@@ -540,8 +551,7 @@ class Report:
         cut (1 - daemon / off) and, beside `plan`'s, its share of the
         kernel's (at least TARGET_DAEMON_CUT), and the wall-time bound of
         daemon - off as in targets_table() (Bonferroni over the rows)."""
-        pairs = DAEMON_PAIRS
-        rows_in = [(w, d, o, k) for d, o, k in pairs for w in self.workloads
+        rows_in = [(w, d, o, k) for d, o, k in DAEMON_PAIRS for w in self.workloads
                    if (disk, w, d) in self.cells and (disk, w, o) in self.cells]
         if not rows_in:
             return ""
@@ -550,11 +560,7 @@ class Report:
         for w, d, o, k in rows_in:
             med = {c: self.summary(disk, w, c, "read_requests").median
                    for c in (d, o, k) if (disk, w, c) in self.cells}
-            cut = 1 - med[d] / med[o] if med[o] else 0.0
-            share = "-"
-            if k in med and med[o] and med[k] < med[o]:
-                kcut = 1 - med[k] / med[o]
-                share = f"{cut / kcut:.2f} " + ("PASS" if cut >= TARGET_DAEMON_CUT * kcut else "FAIL")
+            share = cut_share(med[d], med[o], med[o], med[k]) if k in med else "-"
             rows.append([w, d, f"{len(self.cells[(disk, w, d)])}",
                          " / ".join(fmt(med[c], 0) for c in (o, d, k) if c in med),
                          fmt_ratio(med[d], med[o]),
