@@ -95,7 +95,7 @@
 #
 # Configuration: bench.conf beside the job (written by bench-run.sh), shell
 # assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
-# EXEC_BENCH, EXEC_REPEATS, WAITS.  Results in $RESULTS: bench.csv (one row per run, the columns
+# EXEC_BENCH, EXEC_REPEATS, WAITS, DAEMON_FAULT_AROUND.  Results in $RESULTS: bench.csv (one row per run, the columns
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
 # learned, the floors), exec.csv (the warm-exec microbenchmark),
 # pressure.txt (the memory before each `pressure` run: fill-evict's line).
@@ -372,7 +372,11 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 			>/var/tmp/bench/daemon-gap$n.conf
 	echo /var/tmp/bench/daemon-gap$n.conf
 }
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >daemon-learn.conf
+# DAEMON_FAULT_AROUND: PBITMAP_DAEMON_LEARN_FAULT_AROUND for tree D's
+# learning (keep, the default; off: every page touched faults, as the
+# ground truth is measured).
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=%s\n' \
+	"${DAEMON_FAULT_AROUND:-keep}" >daemon-learn.conf
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # The pressure conditions' fill: a sparse file on the root disk (its reads
 # are neither disk reads nor vdb's), MemTotal + 25%.

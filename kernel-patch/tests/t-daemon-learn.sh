@@ -26,6 +26,13 @@
 #     capability out of its bounding set does not (learn_skip_failed).
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
 #     is written while it still runs.
+#   - fault-around off (PBITMAP_DAEMON_LEARN_FAULT_AROUND): with =off the
+#     daemon sets debugfs's fault_around_bytes to one page while it runs
+#     and puts back what it found when it stops; a run of cc1 learned so
+#     has what `pbitmap record` sees touched, within 10%; with =windows
+#     the knob is one page while a run is followed only; killed with -9,
+#     the value found is kept beside the status file and
+#     `pbitmapd --restore-fault-around` puts it back.
 #   - kill -9 of the daemon while its writer rewrites cc1: the writer dies
 #     with it, cc1 and libgmp verify (the old generation or the new), no
 #     copy is left beside them, cc1 runs as before.
@@ -178,6 +185,56 @@ echo "window: learned 500 ms after its exec, written after $((($(date +%s%N) - t
 wait "$first" "$pid"	# not a bare wait: the daemon is a child too
 stop_daemon
 pbitmap verify -q slow own every never "$R/every" || fail "a record does not verify"
+
+# ---- fault-around off while learning ---------------------------------------------
+KNOB=/sys/kernel/debug/fault_around_bytes
+mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug ||
+	fail "cannot mount debugfs"
+[ -w $KNOB ] || fail "no $KNOB on $(uname -r)"
+fa0=$(cat $KNOB)
+[ "$fa0" -gt 4096 ] || fail "fault_around_bytes is $fa0 before the test: fault-around is off already"
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=off\n' >fa-off.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=2000\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=windows\n' >fa-windows.conf
+cp "$CC1" cc1f && pbitmap add -q cc1f || fail "cannot stamp a copy of cc1"
+learning_daemon fa-off.conf
+[ "$(cat $KNOB)" = 4096 ] && [ "$(counter fault_around)" = 1 ] ||
+	fail "LEARN_FAULT_AROUND=off: fault_around_bytes $(cat $KNOB), status $(counter fault_around)"
+cold ./cc1f -quiet -O2 x.c -o f0.s		# its policy
+settle execs 1
+w0=$(counter learn_written)
+cold ./cc1f -quiet -O2 x.c -o f1.s
+settle learn_written $((w0 + 2))
+stop_daemon
+[ "$(cat $KNOB)" = "$fa0" ] || fail "after the daemon stopped fault_around_bytes is $(cat $KNOB), was $fa0"
+f=$(newest cc1f)
+[ "$f" -ge $((r - r / 10)) ] && [ "$f" -le $((r + r / 10)) ] ||
+	fail "cc1 learned with fault-around off: $f pages, pbitmap record saw $r touched (want within 10%)"
+echo "fault-around off: cc1's learned generation $f pages, $((f * 100 / r))% of the $r pbitmap record" \
+	"sees touched (with fault-around: $d, $((d * 100 / r))%); fault_around_bytes $fa0 -> 4096 -> $fa0"
+learning_daemon fa-windows.conf
+[ "$(cat $KNOB)" = "$fa0" ] || fail "LEARN_FAULT_AROUND=windows: fault_around_bytes $(cat $KNOB) with no run followed"
+./slow &
+first=$!
+settle execs 1
+l0=$(counter learners)
+./slow &
+pid=$!
+settle learners $((l0 + 1))
+[ "$(cat $KNOB)" = 4096 ] || fail "LEARN_FAULT_AROUND=windows: fault_around_bytes $(cat $KNOB) while a run is followed"
+wait "$first" "$pid"
+settle learn_written 1
+for _ in $(seq 50); do [ "$(cat $KNOB)" = "$fa0" ] && break; sleep 0.1; done
+[ "$(cat $KNOB)" = "$fa0" ] || fail "LEARN_FAULT_AROUND=windows: fault_around_bytes $(cat $KNOB) after the window"
+kill -9 "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=
+learning_daemon fa-off.conf
+kill -9 "$DPID"; wait "$DPID" 2>/dev/null || true; DPID=
+[ "$(cat $KNOB)" = 4096 ] && [ "$(cat "$W/fault-around-bytes")" = "$fa0" ] ||
+	fail "killed with -9: fault_around_bytes $(cat $KNOB), kept value $(cat "$W/fault-around-bytes" 2>&1)"
+"$PBITMAPD" --restore-fault-around -s "$W/status" || fail "--restore-fault-around failed"
+[ "$(cat $KNOB)" = "$fa0" ] && [ ! -e "$W/fault-around-bytes" ] ||
+	fail "--restore-fault-around: fault_around_bytes $(cat $KNOB), wanted $fa0"
+echo "fault-around windows: 4096 while a run is followed, $fa0 after; killed with -9: put back by" \
+	"--restore-fault-around"
 
 # ---- kill -9 during a write ------------------------------------------------------
 n0=$(runs cc1)

@@ -58,6 +58,11 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_LEARN_INTERVAL] = "PBITMAP_DAEMON_LEARN_INTERVAL_S",
 	[PBD_SET_LEARN_WINDOW] = "PBITMAP_DAEMON_LEARN_WINDOW_MS",
 	[PBD_SET_LEARN_PLANS] = "PBITMAP_DAEMON_LEARN_PLANS",
+	[PBD_SET_LEARN_FAULT_AROUND] = "PBITMAP_DAEMON_LEARN_FAULT_AROUND",
+};
+
+static const char *const fault_around_names[] = {
+	[PBD_FA_KEEP] = "keep", [PBD_FA_WINDOWS] = "windows", [PBD_FA_OFF] = "off",
 };
 
 /* The daemon's settings; the trigger's (PBITMAP_RESTAMP ...) are not ours. */
@@ -107,6 +112,13 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_PLANS")) {
 		if (!config_bool(val, &pbd.cfg.learn_plans))
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
+	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_FAULT_AROUND")) {
+		for (v = 0; v < 3 && strcmp(val, fault_around_names[v]); v++)
+			;
+		if (v == 3)
+			return pb_error(path, "line %u: %s=%s is not keep, windows or off",
+					line, key, val);
+		pbd.cfg.learn_fault_around = (int)v;
 	} else if (!strncmp(key, "PBITMAP_DAEMON", 14)) {
 		return pb_error(path, "line %u: unknown setting %s", line, key);
 	}
@@ -331,8 +343,11 @@ int config_print(void)
 		case PBD_SET_LEARN_WINDOW:
 			snprintf(val, sizeof(val), "%" PRIu64, c->learn_window_ms);
 			break;
-		default:
+		case PBD_SET_LEARN_PLANS:
 			snprintf(val, sizeof(val), "%s", c->learn_plans ? "yes" : "no");
+			break;
+		default:
+			snprintf(val, sizeof(val), "%s", fault_around_names[c->learn_fault_around]);
 			break;
 		}
 		printf("%s %s (%s)\n", setting_names[i], val, source);

@@ -180,7 +180,8 @@ static void learner_free(struct learner *l)
 		close(l->pidfd);
 	memset(l, 0, sizeof(*l));
 	l->root = l->pidfd = -1;
-	L.nr_learners--;
+	if (!--L.nr_learners && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
+		fault_around_on();
 }
 
 static uint64_t *last_run(dev_t dev, ino_t ino)
@@ -337,7 +338,8 @@ static void on_exec(const struct pbd_learn_event *e)
 	l->exe_ino = (ino_t)e->ino;
 	l->root = l->pidfd = -1;
 	l->until_ms = now_ms() + pbd.cfg.learn_window_ms;
-	L.nr_learners++;
+	if (!L.nr_learners++ && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
+		fault_around_off();	/* the run's first faults have it still */
 	if (!take_learner(l, e)) {
 		pbd.n.learn_lost++;	/* gone already */
 		learner_free(l);

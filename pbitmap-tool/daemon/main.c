@@ -77,6 +77,7 @@ static const char usage_text[] =
 	"Usage: pbitmapd [-c FILE] [-s FILE] [-v]\n"
 	"       pbitmapd --check-enabled [-c FILE]\n"
 	"       pbitmapd --print-config [-c FILE]\n"
+	"       pbitmapd --restore-fault-around [-s FILE]\n"
 	"Read the marked pages of stamped programs at their exec, on any kernel.\n"
 	"\n"
 	"  -c, --config FILE   settings (default " DEFAULT_CONFIG ")\n"
@@ -84,6 +85,8 @@ static const char usage_text[] =
 	"  -v, --verbose       log every stamped exec\n"
 	"      --check-enabled exit 0 if the settings enable the daemon, else 1\n"
 	"      --print-config  print the settings it would run with, and their sources\n"
+	"      --restore-fault-around\n"
+	"                      put back the fault_around_bytes a killed daemon changed\n"
 	"  -h, --help          this text\n"
 	"      --version       the version\n"
 	"See pbitmapd(8).\n";
@@ -388,8 +391,8 @@ static void write_status(void)
 			close(fd);
 		return;
 	}
-	fprintf(fp, "pid %d\npending %u\nlearning %d\n", (int)getpid(), pbd.children,
-		pbd.learning);
+	fprintf(fp, "pid %d\npending %u\nlearning %d\nfault_around %d\n", (int)getpid(),
+		pbd.children, pbd.learning, pbd.fault_around);
 	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
 		uint64_t v;
 
@@ -464,6 +467,8 @@ static int serve(int fan, int fan_open)
 	if (pbd.cfg.learn != PBD_LEARN_NO) {
 		learn_fd = learn_start(pipefd[1]);
 		pbd.learning = learn_fd >= 0 ? 1 : 2;
+		if (learn_fd >= 0 && pbd.cfg.learn_fault_around == PBD_FA_OFF)
+			fault_around_off();
 	}
 	write_status();
 	/*
@@ -481,8 +486,10 @@ static int serve(int fan, int fan_open)
 		int timeout = learn_pending() ? 200 :
 			      seen != events_seen() || pbd.children ? 1000 : -1;
 
-		if (poll(pfd, 5, timeout) < 0 && errno != EINTR)
+		if (poll(pfd, 5, timeout) < 0 && errno != EINTR) {
+			fault_around_on();
 			return pb_error_errno(NULL, "poll");
+		}
 		kill_overstayed();
 		/* first: a learner's faults fill the ring buffer fastest */
 		if (pfd[4].revents & POLLIN)
@@ -494,6 +501,7 @@ static int serve(int fan, int fan_open)
 			read_events(fan_open, pipefd[1], handle_open);
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				fault_around_on();
 				write_status();
 				return 0;
 			}
@@ -553,11 +561,12 @@ int main(int argc, char **argv)
 		{ "status", required_argument, NULL, 's' },
 		{ "check-enabled", no_argument, NULL, 'E' },
 		{ "print-config", no_argument, NULL, 'P' },
+		{ "restore-fault-around", no_argument, NULL, 'R' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 },
 	};
 	const char *config = DEFAULT_CONFIG;
-	bool check = false, print = false;
+	bool check = false, print = false, restore = false;
 	int c;
 
 	pb_progname = "pbitmapd";
@@ -571,6 +580,8 @@ int main(int argc, char **argv)
 			check = true;
 		else if (c == 'P')
 			print = true;
+		else if (c == 'R')
+			restore = true;
 		else if (c == 'V')
 			return printf("pbitmapd %s\n", PBITMAP_VERSION_STRING) < 0;
 		else
@@ -578,8 +589,12 @@ int main(int argc, char **argv)
 	}
 	if (optind < argc)
 		return pb_usage_error("unexpected argument '%s'", argv[optind]);
-	if (check && print)
-		return pb_usage_error("--check-enabled and --print-config exclude each other");
+	if (check + print + restore > 1)
+		return pb_usage_error("--check-enabled, --print-config and --restore-fault-around "
+				      "exclude each other");
+	/* a daemon killed with -9 changed it: the unit's ExecStopPost */
+	if (restore)
+		return fault_around_restore() ? PB_EXIT_FAIL : PB_EXIT_OK;
 	if (config_load(config))
 		return check ? 255 : PB_EXIT_FAIL;	/* ExecCondition: 255 fails the unit */
 	if (check)
@@ -594,5 +609,6 @@ int main(int argc, char **argv)
 	}
 	config_measured_gap();
 	pb_note(NULL, "join gap %" PRIu64 " KiB (%s)", pbd.cfg.gap >> 10, config_gap_source());
+	fault_around_restore();		/* a killed predecessor's */
 	return start() ? PB_EXIT_FAIL : PB_EXIT_OK;
 }

@@ -3,7 +3,8 @@
  * pbitmapd's parts: main.c (the event loop, the counters), config.c (the
  * settings), marks.c (the filesystems watched), budget.c (what the machine
  * can spare), child.c (one exec's or open's read-ahead, in a child),
- * learn.c and learn.bpf.c (learning).
+ * learn.c and learn.bpf.c (learning), faultaround.c (fault-around off while
+ * learning).
  */
 #ifndef PBITMAPD_H
 #define PBITMAPD_H
@@ -24,6 +25,11 @@ struct fanotify_event_info_pidfd {
 	struct fanotify_event_info_header hdr;
 	__s32 pidfd;
 };
+/* faultaround.c */
+void fault_around_off(void);
+void fault_around_on(void);
+int fault_around_restore(void);
+
 #endif
 
 #define DEFAULT_CONFIG	"/etc/pbitmap.conf"
@@ -45,7 +51,7 @@ struct fanotify_event_info_pidfd {
 enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
-	PBD_SETTINGS
+	PBD_SET_LEARN_FAULT_AROUND, PBD_SETTINGS
 };
 
 struct config {
@@ -61,6 +67,8 @@ struct config {
 	uint64_t learn_interval_s;	/* PBITMAP_DAEMON_LEARN_INTERVAL_S */
 	uint64_t learn_window_ms;	/* PBITMAP_DAEMON_LEARN_WINDOW_MS */
 	bool learn_plans;		/* PBITMAP_DAEMON_LEARN_PLANS */
+	/* PBITMAP_DAEMON_LEARN_FAULT_AROUND: kept, off while a run is followed, off */
+	enum { PBD_FA_KEEP, PBD_FA_WINDOWS, PBD_FA_OFF } learn_fault_around;
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -107,6 +115,8 @@ struct pbd_state {
 	int kernel_learn_fd;	/* /proc/sys/vm/pbitmap_learn, or -1 */
 	/* learning: 0 off (PBITMAP_DAEMON_LEARN=no), 1 on, 2 not available (BPF) */
 	int learning;
+	/* fault_around_bytes: 0 as found, 1 one page (faultaround.c), 2 cannot be set */
+	int fault_around;
 	int own_fds[4];		/* the two groups, the signalfd, the reports' read end */
 };
 extern struct pbd_state pbd;
@@ -151,5 +161,10 @@ void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
 bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
+
+/* faultaround.c */
+void fault_around_off(void);
+void fault_around_on(void);
+int fault_around_restore(void);
 
 #endif

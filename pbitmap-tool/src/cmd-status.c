@@ -66,6 +66,18 @@ static void print_learning(int state)
 	printf("learning: %s\n", state >= 0 && state <= 2 ? what[state] : "unknown");
 }
 
+/* fault_around_bytes as pbitmapd left it (daemon/faultaround.c). */
+static void print_fault_around(int state)
+{
+	static const char *const what[] = {
+		"as the kernel has it",
+		"off (one page) while pbitmapd learns: every page touched faults",
+		"could not be turned off (see the daemon's log): learning sees faults only",
+	};
+
+	printf("fault-around: %s\n", state >= 0 && state <= 2 ? what[state] : "unknown");
+}
+
 /* The kernel's own prefetch: vm.pbitmap_enabled, on a patched kernel. */
 static void print_kernel(void)
 {
@@ -123,6 +135,8 @@ int pb_cmd_status(int argc, char **argv)
 	while (fscanf(fp, "%63s %llu", key, &val) == 2) {
 		if (!strcmp(key, "learning"))
 			print_learning((int)val);
+		if (!strcmp(key, "fault_around"))
+			print_fault_around((int)val);
 		for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 			if (!strcmp(key, counters[i].key))
 				printf("%14llu  %-18s %s\n", val, key, counters[i].what);
