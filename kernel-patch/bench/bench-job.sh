@@ -95,7 +95,8 @@
 #
 # Configuration: bench.conf beside the job (written by bench-run.sh), shell
 # assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
-# EXEC_BENCH, EXEC_REPEATS, WAITS, DAEMON_FAULT_AROUND.  Results in $RESULTS: bench.csv (one row per run, the columns
+# EXEC_BENCH, EXEC_REPEATS, WAITS, DAEMON_FAULT_AROUND.  Results in
+# $RESULTS: bench.csv (one row per run, the columns
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
 # learned, the floors), exec.csv (the warm-exec microbenchmark),
 # pressure.txt (the memory before each `pressure` run: fill-evict's line).

@@ -42,6 +42,8 @@
 #               audit, preload, warm, nora), without WAITS; its EXEC_BENCH
 #               (with a daemon condition) measures pbitmapd's cost
 #   PBITMAPD    the daemon of the daemon conditions (build/pbitmapd)
+#   DAEMON_FAULT_AROUND  PBITMAP_DAEMON_LEARN_FAULT_AROUND while pbitmapd
+#               learns tree D (keep, its default; windows; off)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
 # OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/blockstats.txt
@@ -165,6 +167,7 @@ for disk in $DISK; do
 	WORKLOADS="$WORKLOADS"
 	CONDITIONS="$CONDITIONS"
 	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3} WAITS=$WAITS
+	DAEMON_FAULT_AROUND=${DAEMON_FAULT_AROUND:-keep}
 	EOF
 	# A fresh copy of the guest image is the bench disk: the job stamps and
 	# learns in it.  Not a QEMU snapshot: with one, rewritten blocks would be

@@ -113,6 +113,8 @@ struct learner {
 	int nr_groups;
 	gid_t groups[MAX_GROUPS];
 	bool dac_override;	/* root, with CAP_DAC_OVERRIDE at its exec */
+	bool precise;		/* fault-around off from before its exec: each page
+				 * it touched faulted (faultaround.c) */
 	int root;		/* O_PATH descriptor of its root */
 	char root_path[PATH_MAX];	/* the same, as /proc/PID/maps names files */
 	uint64_t until_ms;
@@ -338,8 +340,10 @@ static void on_exec(const struct pbd_learn_event *e)
 	l->exe_ino = (ino_t)e->ino;
 	l->root = l->pidfd = -1;
 	l->until_ms = now_ms() + pbd.cfg.learn_window_ms;
+	/* =off: off since the daemon started; =windows: the run's first faults had it */
+	l->precise = pbd.cfg.learn_fault_around == PBD_FA_OFF && pbd.fault_around == 1;
 	if (!L.nr_learners++ && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
-		fault_around_off();	/* the run's first faults have it still */
+		fault_around_off();
 	if (!take_learner(l, e)) {
 		pbd.n.learn_lost++;	/* gone already */
 		learner_free(l);
@@ -470,8 +474,9 @@ static bool is_program(const struct learner *l, const struct learn_file *lf)
 
 /*
  * What a plan reads of a file without a bitmap: the pages @lf's run
- * faulted, each widened to the 64 KiB window around it (malloc'ed; NULL
- * when out of memory).  A fault maps the cached pages of its fault-around
+ * faulted, each widened to the window of @units around it (malloc'ed; NULL
+ * when out of memory): 64 KiB, or one page when the run was learned with
+ * fault-around off.  A fault maps the cached pages of its fault-around
  * window with it, and the program then touches those without a fault the
  * BPF side could see: read at exec, only the faulted pages would leave
  * those to the cold start's own faults.  The kernel aligns the window in
@@ -479,20 +484,21 @@ static bool is_program(const struct learner *l, const struct learn_file *lf)
  * aligned in the file here, it is as large, not always the same pages.
  * Clipped to the file's size by pb_plan_fill().
  */
-static struct pb_plan_range *fault_windows(const struct learn_file *lf, size_t *nr)
+static struct pb_plan_range *fault_windows(const struct learn_file *lf, uint32_t units,
+					   size_t *nr)
 {
 	struct pb_plan_range *r = NULL, *bigger;
 	size_t n = 0, cap = 0;
 	uint64_t p;
 
 	for (uint64_t from = 0; pb_pageset_next(&lf->pages, from, &p) &&
-	     p < UINT32_MAX - WINDOW_UNITS; from = p + 1) {
-		uint32_t start = (uint32_t)p & ~(uint32_t)(WINDOW_UNITS - 1);
+	     p < UINT32_MAX - units; from = p + 1) {
+		uint32_t start = (uint32_t)p & ~(units - 1);
 
 		if (n && start < r[n - 1].start + r[n - 1].nr)
 			continue;	/* in the window before */
 		if (n && start == r[n - 1].start + r[n - 1].nr) {
-			r[n - 1].nr += WINDOW_UNITS;
+			r[n - 1].nr += units;
 			continue;
 		}
 		if (n == cap) {
@@ -504,7 +510,7 @@ static struct pb_plan_range *fault_windows(const struct learn_file *lf, size_t *
 			}
 			r = bigger;
 		}
-		r[n++] = (struct pb_plan_range){ .start = start, .nr = WINDOW_UNITS };
+		r[n++] = (struct pb_plan_range){ .start = start, .nr = units };
 	}
 	*nr = n;
 	return r ? r : calloc(1, sizeof(*r));	/* none: an empty list, not "whole" */
@@ -539,7 +545,7 @@ static int learn_plan(const struct learner *l, struct pb_file *prog)
 		if (!lf->path || !pb_pageset_count(&lf->pages) || is_program(l, lf))
 			continue;
 		src[n] = (struct pb_plan_src){ .path = lf->path, .dev = lf->dev, .ino = lf->ino };
-		ranges[n] = fault_windows(lf, &src[n].nr_ranges);
+		ranges[n] = fault_windows(lf, l->precise ? 1 : WINDOW_UNITS, &src[n].nr_ranges);
 		src[n].ranges = ranges[n];
 		if (!ranges[n])
 			ret = pb_error_errno(lf->path, "out of memory");
