@@ -75,7 +75,8 @@ WARM = "warm"
 CONDITION_ORDER = ("nora", "off", "slurp", "early", "exec", "full", "learned", "plan",
                    "plan-paced", "plan-probed", "plan-probed-paced", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
                    "pressure-plan", "pressure-plan-probed", "daemon", "pressure-daemon",
-                   "daemon-b", "pressure-daemon-b", "daemon-probed", "pressure-daemon-probed")
+                   "daemon-b", "pressure-daemon-b", "daemon-probed", "pressure-daemon-probed",
+                   "daemon-hold", "daemon-b-hold")
 # A full machine (page cache full of another file, the workload's files
 # evicted with fadvise): `pressure` is `full` there, `pressure-off` its `off`,
 # `pressure-plan` is `plan` there.
@@ -95,7 +96,8 @@ EXEC_STATES = ("off", "on", "daemon")
 DAEMON_PAIRS = ((DAEMON, BASELINE, "plan"), (PRESSURE_DAEMON, "pressure-off", "pressure-plan"),
                 ("daemon-b", BASELINE, "plan"), ("pressure-daemon-b", "pressure-off", "pressure-plan"),
                 ("daemon-probed", BASELINE, "plan"),
-                ("pressure-daemon-probed", "pressure-off", "pressure-plan"))
+                ("pressure-daemon-probed", "pressure-off", "pressure-plan"),
+                ("daemon-hold", BASELINE, "plan"), ("daemon-b-hold", BASELINE, "plan"))
 TARGET_DAEMON_CUT = 0.80
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")

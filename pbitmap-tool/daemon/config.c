@@ -59,6 +59,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_LEARN_WINDOW] = "PBITMAP_DAEMON_LEARN_WINDOW_MS",
 	[PBD_SET_LEARN_PLANS] = "PBITMAP_DAEMON_LEARN_PLANS",
 	[PBD_SET_LEARN_FAULT_AROUND] = "PBITMAP_DAEMON_LEARN_FAULT_AROUND",
+	[PBD_SET_HOLD_EXEC] = "PBITMAP_DAEMON_HOLD_EXEC_MS",
 };
 
 static const char *const fault_around_names[] = {
@@ -119,6 +120,9 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return pb_error(path, "line %u: %s=%s is not keep, windows or off",
 					line, key, val);
 		pbd.cfg.learn_fault_around = (int)v;
+	} else if (!strcmp(key, "PBITMAP_DAEMON_HOLD_EXEC_MS")) {
+		if (config_number(path, line, key, val, 1000, &pbd.cfg.hold_exec_ms))
+			return PB_FAIL;
 	} else if (!strncmp(key, "PBITMAP_DAEMON", 14)) {
 		return pb_error(path, "line %u: unknown setting %s", line, key);
 	}
@@ -346,8 +350,11 @@ int config_print(void)
 		case PBD_SET_LEARN_PLANS:
 			snprintf(val, sizeof(val), "%s", c->learn_plans ? "yes" : "no");
 			break;
-		default:
+		case PBD_SET_LEARN_FAULT_AROUND:
 			snprintf(val, sizeof(val), "%s", fault_around_names[c->learn_fault_around]);
+			break;
+		default:
+			snprintf(val, sizeof(val), "%" PRIu64, c->hold_exec_ms);
 			break;
 		}
 		printf("%s %s (%s)\n", setting_names[i], val, source);

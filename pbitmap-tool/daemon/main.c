@@ -216,22 +216,33 @@ static int event_pidfd(const struct fanotify_event_metadata *m)
 	return info ? info->pidfd : -1;
 }
 
+/*
+ * An exec: a child reads ahead for a stamped program.  A held exec
+ * (FAN_OPEN_EXEC_PERM, hold.c) is answered now when there is nothing to
+ * read, else by the child once it has submitted, or by hold.c.
+ */
 static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
 {
-	int pidfd = event_pidfd(m);
-	pid_t child;
+	bool hold = m->mask & FAN_OPEN_EXEC_PERM;
+	int pidfd = event_pidfd(m), fan = pbd.own_fds[0];
+	pid_t child = -1;
 
-	if (m->fd >= 0 && (m->mask & FAN_OPEN_EXEC) && wanted(m->fd, now)) {
+	if (m->fd >= 0 && (m->mask & (FAN_OPEN_EXEC | FAN_OPEN_EXEC_PERM)) && wanted(m->fd, now)) {
 		child = fork();
 		if (child == 0)
-			exec_child(m->fd, m->pid, pidfd, report_fd);
+			exec_child(m->fd, m->pid, pidfd, report_fd, hold ? fan : -1);
 		if (child > 0)
 			kid_started(child, CHILD_SECONDS);
 		else
 			pbd.n.skip_failed++;
 	}
-	if (m->fd >= 0)
+	if (hold && child > 0) {
+		hold_add(fan, m->fd, child);	/* the descriptor kept until answered */
+	} else if (m->fd >= 0) {
+		if (hold)
+			hold_allow(fan, m->fd);
 		close(m->fd);
+	}
 	if (pidfd >= 0)
 		close(pidfd);
 }
@@ -368,6 +379,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
+	COUNTER(held), COUNTER(held_timeout),
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
@@ -425,6 +437,7 @@ static bool reap(int report_fd)
 			continue;
 		}
 		kid_ended(pid);
+		hold_reaped(pbd.own_fds[0], pid);
 		/* killed: its alarm, CPU limit, or kill_overstayed() */
 		if (!learn_reaped(pid, WIFSIGNALED(status)) && WIFSIGNALED(status))
 			pbd.n.skip_failed++;
@@ -485,12 +498,17 @@ static int serve(int fan, int fan_open)
 		struct signalfd_siginfo si;
 		int timeout = learn_pending() ? 200 :
 			      seen != events_seen() || pbd.children ? 1000 : -1;
+		int hold_ms = hold_timeout_ms();
+
+		if (hold_ms >= 0 && (timeout < 0 || hold_ms < timeout))
+			timeout = hold_ms;
 
 		if (poll(pfd, 5, timeout) < 0 && errno != EINTR) {
 			fault_around_on();
 			return pb_error_errno(NULL, "poll");
 		}
 		kill_overstayed();
+		hold_tick(fan, false);
 		/* first: a learner's faults fill the ring buffer fastest */
 		if (pfd[4].revents & POLLIN)
 			learn_events();
@@ -501,6 +519,7 @@ static int serve(int fan, int fan_open)
 			read_events(fan_open, pipefd[1], handle_open);
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
+				hold_tick(fan, true);
 				fault_around_on();
 				write_status();
 				return 0;
@@ -529,7 +548,9 @@ static int start(void)
 		if (mkdir(dir, 0755) && errno != EEXIST)
 			return pb_error_errno(dir, "cannot create");
 	}
-	fan = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_PIDFD,
+	/* holding execs (hold.c): permission events, a group of the content class */
+	fan = fanotify_init((pbd.cfg.hold_exec_ms ? FAN_CLASS_CONTENT : FAN_CLASS_NOTIF) |
+			    FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_PIDFD,
 			    O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NOATIME);
 	if (fan < 0)
 		return pb_error_errno(NULL, errno == EINVAL ?

@@ -85,7 +85,8 @@ int mark_local(int fan, int fan_open)
 		/* mountinfo escapes blanks as \040: such mounts are left out */
 		if (strchr(mnt, '\\'))
 			continue;
-		if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN_EXEC,
+		if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+				  pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC,
 				  AT_FDCWD, mnt)) {
 			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
 			continue;

@@ -4,7 +4,7 @@
  * settings), marks.c (the filesystems watched), budget.c (what the machine
  * can spare), child.c (one exec's or open's read-ahead, in a child),
  * learn.c and learn.bpf.c (learning), faultaround.c (fault-around off while
- * learning).
+ * learning), hold.c (execs held until their read-ahead is submitted).
  */
 #ifndef PBITMAPD_H
 #define PBITMAPD_H
@@ -25,6 +25,13 @@ struct fanotify_event_info_pidfd {
 	struct fanotify_event_info_header hdr;
 	__s32 pidfd;
 };
+/* hold.c */
+void hold_allow(int fan, int fd);
+void hold_add(int fan, int fd, pid_t child);
+void hold_reaped(int fan, pid_t child);
+void hold_tick(int fan, bool all);
+int hold_timeout_ms(void);
+
 /* faultaround.c */
 void fault_around_off(void);
 void fault_around_on(void);
@@ -51,7 +58,7 @@ int fault_around_restore(void);
 enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
-	PBD_SET_LEARN_FAULT_AROUND, PBD_SETTINGS
+	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SETTINGS
 };
 
 struct config {
@@ -69,6 +76,7 @@ struct config {
 	bool learn_plans;		/* PBITMAP_DAEMON_LEARN_PLANS */
 	/* PBITMAP_DAEMON_LEARN_FAULT_AROUND: kept, off while a run is followed, off */
 	enum { PBD_FA_KEEP, PBD_FA_WINDOWS, PBD_FA_OFF } learn_fault_around;
+	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -76,6 +84,7 @@ struct counters {
 	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
+	uint64_t held, held_timeout;	/* hold.c */
 	/* learning (learn.c) */
 	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
 	uint64_t learn_skip_recent, learn_skip_policy, learn_skip_changed, learn_skip_failed;
@@ -147,7 +156,8 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
-void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
+void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd,
+					  int hold_fan);
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int report_fd);
 
 /* main.c */
@@ -161,6 +171,13 @@ void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
 bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
+
+/* hold.c */
+void hold_allow(int fan, int fd);
+void hold_add(int fan, int fd, pid_t child);
+void hold_reaped(int fan, pid_t child);
+void hold_tick(int fan, bool all);
+int hold_timeout_ms(void);
 
 /* faultaround.c */
 void fault_around_off(void);

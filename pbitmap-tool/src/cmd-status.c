@@ -40,6 +40,8 @@ static const struct {
 	{ "skip_budget", "files skipped: the budget was spent (or memory.high reached)" },
 	{ "skip_failed", "execs that failed (fork, or the reader's limits)" },
 	{ "killed_stopped", "children (readers, writers) their user stopped: killed at once" },
+	{ "held", "execs held until their read-ahead was submitted (hold_exec_ms)" },
+	{ "held_timeout", "of which let go at hold_exec_ms, before it was" },
 	{ "learners", "runs of stamped programs followed to learn from" },
 	{ "learn_written", "files given a learned generation" },
 	{ "learn_in_place", "of which in place (the same inode; the rest by a renamed copy)" },
