@@ -66,9 +66,20 @@ bad 'PBITMAP_DAEMON_LEARN=always\n' "line 1: PBITMAP_DAEMON_LEARN=always is not 
 bad 'PBITMAP_DAEMON_LEARN_INTERVAL_S=86401\n' "line 1: PBITMAP_DAEMON_LEARN_INTERVAL_S: '86401' is not a number from 0 to 86400"
 bad 'PBITMAP_DAEMON_LEARN_WINDOW_MS=0\n' "line 1: PBITMAP_DAEMON_LEARN_WINDOW_MS=0: at least 1"
 bad 'PBITMAP_DAEMON_LEARN_PLANS=maybe\n' "line 1: PBITMAP_DAEMON_LEARN_PLANS=maybe is not yes or no"
-printf 'PBITMAP_DAEMON_LEARN_PLANS=no\n' >plans.conf
+bad 'PBITMAP_DAEMON_LEARN_FAULT_AROUND=never\n' "line 1: PBITMAP_DAEMON_LEARN_FAULT_AROUND=never is not keep, windows or off"
+bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '1001' is not a number from 0 to 1000"
+printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=windows\n' >plans.conf
 expect_status 0 "$PBITMAPD" --print-config -c plans.conf
 grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_HOLD_EXEC_MS 0 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+# nothing kept (no daemon changed fault_around_bytes): nothing to put back
+expect_status 0 "$PBITMAPD" --restore-fault-around -s "$d/status"
+printf 'junk\n' >"$d/fault-around-bytes"
+expect_status 1 "$PBITMAPD" --restore-fault-around -s "$d/status"
+grep -q "fault-around-bytes: malformed" "$ERR" || fail "--restore-fault-around, junk: $(cat "$ERR")"
+rm -f "$d/fault-around-bytes"
+expect_status 2 "$PBITMAPD" --restore-fault-around --print-config
 pass "command line; settings: enabled, disabled, the triggers' lines accepted, each bad line an error with its line"
 
 # ---- pbitmap status ----------------------------------------------------------
