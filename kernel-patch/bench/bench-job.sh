@@ -79,7 +79,8 @@
 #            learn there)
 #   pressure-daemon-b  daemon-b on a full machine
 #   daemon-hold, daemon-b-hold  daemon, daemon-b with execs held until
-#            their read-ahead is submitted (PBITMAP_DAEMON_HOLD_EXEC_MS=100)
+#            their read-ahead is submitted (PBITMAP_DAEMON_HOLD_EXEC_MS=100;
+#            daemon-holdN, daemon-b-holdN: at most N ms)
 # On a stock kernel (no vm.pbitmap_*: bench-run.sh's BENCH_KERNEL) only the
 # conditions that need nothing of the series run: off, nora, user, audit,
 # preload, warm, pressure-off and pbitmapd's in tree D (in_tree_d).
@@ -120,7 +121,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -129,8 +130,8 @@ needs_b() {
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
-in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold) return 0 ;; esac; return 1; }
-is_daemon() { in_tree_d "$1" || [ "$1" = daemon-b ] || [ "$1" = pressure-daemon-b ] || [ "$1" = daemon-b-hold ]; }
+in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
+is_daemon() { in_tree_d "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; *) false ;; esac; }
 needs_d() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
@@ -368,11 +369,12 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 		n=256
 		[ "$probe_gap" -lt 0 ] || [ "$probe_gap" -ge 256 ] || n=$probe_gap ;;
 	daemon-gap[0-9]*) ;;
-	*-hold)
-		[ -f /var/tmp/bench/daemon-hold.conf ] ||
-			printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=100\n' \
-				>/var/tmp/bench/daemon-hold.conf
-		echo /var/tmp/bench/daemon-hold.conf; return ;;
+	*-hold | *-hold[0-9]*)
+		n=${1##*-hold}
+		[ -f /var/tmp/bench/daemon-hold$n.conf ] ||
+			printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=%s\n' \
+				"${n:-100}" >/var/tmp/bench/daemon-hold$n.conf
+		echo /var/tmp/bench/daemon-hold$n.conf; return ;;
 	*) echo /var/tmp/bench/daemon-read.conf; return ;;
 	esac
 	[ -f /var/tmp/bench/daemon-gap$n.conf ] ||
@@ -658,7 +660,7 @@ series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
 }
 # What pbitmapd did for a run (daemon.txt): its counters that say whether
 # the exec was served, from a plan or per file, and what was skipped.
-DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed"
+DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout"
 daemon_report() {	# LABEL
 	local k line=$1
 	for k in $DAEMON_COUNTERS; do daemon_counter "$k"; line+=" $k=$VAL"; done

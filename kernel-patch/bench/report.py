@@ -98,6 +98,15 @@ DAEMON_PAIRS = ((DAEMON, BASELINE, "plan"), (PRESSURE_DAEMON, "pressure-off", "p
                 ("daemon-probed", BASELINE, "plan"),
                 ("pressure-daemon-probed", "pressure-off", "pressure-plan"),
                 ("daemon-hold", BASELINE, "plan"), ("daemon-b-hold", BASELINE, "plan"))
+
+
+def daemon_pairs(conditions) -> tuple:
+    """DAEMON_PAIRS, and the held execs' bounds the run has
+    (daemon-holdN, daemon-b-holdN: PBITMAP_DAEMON_HOLD_EXEC_MS=N)."""
+    held = tuple((c, BASELINE, "plan") for c in conditions
+                 if c.startswith(("daemon-hold", "daemon-b-hold"))
+                 and c.rsplit("-hold", 1)[1].isdigit())
+    return DAEMON_PAIRS + held
 TARGET_DAEMON_CUT = 0.80
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")
@@ -553,7 +562,7 @@ class Report:
         cut (1 - daemon / off) and, beside `plan`'s, its share of the
         kernel's (at least TARGET_DAEMON_CUT), and the wall-time bound of
         daemon - off as in targets_table() (Bonferroni over the rows)."""
-        rows_in = [(w, d, o, k) for d, o, k in DAEMON_PAIRS for w in self.workloads
+        rows_in = [(w, d, o, k) for d, o, k in daemon_pairs(self.conditions) for w in self.workloads
                    if (disk, w, d) in self.cells and (disk, w, o) in self.cells]
         if not rows_in:
             return ""
