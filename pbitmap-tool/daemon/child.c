@@ -308,21 +308,21 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
  * program's own pages read (they are needed first), then, in its root
  * and as its user, its plan or its libraries.  The pages left to a plan
  * (exe_record()) that then is not followed, or does not read them all,
- * are read after it, as the kernel reads them.  @hold_fan, when not -1:
- * the exec is held (hold.c), and this answers it once all is submitted.
+ * are read after it, as the kernel reads them.  A held exec (hold.c) goes
+ * on when this child has exited: all it reads is submitted by then.
  */
-void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, int hold_fan)
+void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 {
 	struct report r = { .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid),
 				   .exe_entry = -1 } };
 	struct pb_record rec = { 0 };
 	static struct task t;
 	bool script = false;
-	int keep[] = { exe_fd, pidfd, report_fd, hold_fan };
+	int keep[] = { exe_fd, pidfd, report_fd };
 	struct stat st;
 	int ret;
 
-	child_limits(keep, hold_fan >= 0 ? 4 : 3, CHILD_SECONDS, CHILD_CPU);
+	child_limits(keep, 3, CHILD_SECONDS, CHILD_CPU);
 	if (!r.p.budget) {	/* memory.high reached: nothing at all */
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
@@ -355,8 +355,6 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, int hold_fan)
 	}
 	if (r.p.exe_entry >= 0 && !r.p.exe_planned)
 		exe_pages(exe_fd, &rec, &r.p);
-	if (hold_fan >= 0)	/* submitted: the exec goes on (hold.c) */
-		hold_allow(hold_fan, exe_fd);
 	if (pb_verbose && r.gone)	/* no name in its root: the name here */
 		task_path(getpid(), exe_fd, t.exe, sizeof(t.exe));
 	if (pb_verbose)

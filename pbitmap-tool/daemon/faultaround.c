@@ -44,7 +44,7 @@ static void saved_path(char *out, size_t size)
 	snprintf(out, size, "%.*s/fault-around-bytes", dir, slash ? pbd.status_path : ".");
 }
 
-/* A number of bytes from @path, at most 1 MiB (the knob's own bound on x86). */
+/* A number of bytes from @path (the knob's bound: a page table's span, 2 MiB to 512 MiB). */
 static int read_bytes(const char *path, unsigned long *out)
 {
 	char buf[32], *end;
@@ -60,7 +60,7 @@ static int read_bytes(const char *path, unsigned long *out)
 	buf[n] = '\0';
 	errno = 0;
 	*out = strtoul(buf, &end, 10);
-	if (errno || end == buf || (*end && *end != '\n') || *out > (1ul << 20))
+	if (errno || end == buf || (*end && *end != '\n') || *out > (1ul << 30))
 		return -EINVAL;
 	return 0;
 }
@@ -105,42 +105,62 @@ int fault_around_restore(void)
 }
 
 /*
+ * Keep @found in @saved, whole or not at all (a temporary file renamed
+ * over it).  One already there is a killed daemon's, holding the value to
+ * put back: kept when it reads well, else an error (fault-around is then
+ * left as it is: a value lost could never be put back).
+ */
+static int keep_found(const char *saved, unsigned long found)
+{
+	char tmp[PATH_MAX + 8], buf[32];
+	unsigned long kept;
+	int n = snprintf(buf, sizeof(buf), "%lu\n", found), fd, err = 0;
+
+	if (!read_bytes(saved, &kept))
+		return 0;
+	if (access(saved, F_OK) == 0)
+		return -EBADMSG;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", saved);
+	unlink(tmp);
+	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (write(fd, buf, (size_t)n) != n)
+		err = errno ? -errno : -EIO;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, saved))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
+
+/*
  * Fault-around off (one page): the value found is kept first.  A knob that
  * cannot be set (debugfs not mounted, a kernel in lockdown) is said once;
  * learning goes on, seeing faults only.
  */
 void fault_around_off(void)
 {
-	char saved[PATH_MAX], buf[32];
+	char saved[PATH_MAX];
 	unsigned long found;
 	long page = sysconf(_SC_PAGESIZE);
-	int err, fd, n;
+	int err;
 
 	if (fault_around_is_off)
 		return;
 	saved_path(saved, sizeof(saved));
 	err = read_bytes(FAULT_AROUND_KNOB, &found);
-	if (!err && found != (unsigned long)page) {
-		n = snprintf(buf, sizeof(buf), "%lu\n", found);
-		fd = open(saved, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-		/* EEXIST: a killed daemon's, which holds the value to put back */
-		if (fd >= 0) {
-			if (write(fd, buf, (size_t)n) != n)
-				err = -errno;
-			if (close(fd) && !err)
-				err = -errno;
-			if (err)
-				unlink(saved);
-		} else if (errno != EEXIST) {
-			err = -errno;
-		}
-	}
+	if (!err && found != (unsigned long)page)
+		err = keep_found(saved, found);
 	if (!err)
 		err = write_knob((unsigned long)page);
 	if (err) {
 		if (!fault_around_warned)
 			pb_error(FAULT_AROUND_KNOB, "cannot turn fault-around off (%s): learning "
-				 "sees faults only", strerror(-err));
+				 "sees faults only", err == -EBADMSG ?
+				 "the value kept in fault-around-bytes is malformed" : strerror(-err));
 		fault_around_warned = true;
 		pbd.fault_around = 2;
 		return;

@@ -8,9 +8,12 @@
  * the kernel's own plan (docs/bench/2026-11-30-pbitmapd-kernels.md).  A
  * permission event (FAN_OPEN_EXEC_PERM) stops the exec at its open of the
  * program until the group answers; the kernel series submits its batch at
- * the same point.  The exec's child answers once the batch is submitted;
- * the daemon answers for it when the child ends without having answered,
- * and when HOLD_EXEC_MS have passed, whichever is first.  An unstamped exec
+ * the same point.  The daemon answers when the exec's child has exited
+ * (it exits once all is submitted: the daemon hears of it from SIGCHLD),
+ * or when HOLD_EXEC_MS have passed, whichever is first.  Only the daemon
+ * answers: the child, running as the exec's user, never holds the group,
+ * and an event's descriptor is closed right after its one answer, so no
+ * answer can reach another exec that reuses the number.  An unstamped exec
  * is answered as soon as its attribute has been looked up.
  *
  * The bound holds while the daemon runs: stopped (SIGSTOP), it answers
@@ -34,7 +37,7 @@ static struct held {
 	uint64_t deadline_ms;
 } held[MAX_HELD] = { [0 ... MAX_HELD - 1] = { .fd = -1 } };
 
-/* Let the exec of event @fd of group @fan go on (a second answer: ENOENT, nothing). */
+/* Let the exec of event @fd of group @fan go on. */
 void hold_allow(int fan, int fd)
 {
 	struct fanotify_response r = { .fd = fd, .response = FAN_ALLOW };
@@ -51,8 +54,8 @@ static void release(struct held *h, int fan)
 }
 
 /*
- * Event @fd held while @child reads ahead: answered by the child, or by
- * hold_reaped() or hold_tick().  Without a free slot, answered now.
+ * Event @fd held while @child reads ahead: answered by hold_reaped() or
+ * hold_tick().  Without a free slot, answered now.
  */
 void hold_add(int fan, int fd, pid_t child)
 {
@@ -67,7 +70,7 @@ void hold_add(int fan, int fd, pid_t child)
 	close(fd);
 }
 
-/* @child ended: its exec goes on, if it had not answered. */
+/* @child ended, its reads submitted: its exec goes on. */
 void hold_reaped(int fan, pid_t child)
 {
 	for (size_t i = 0; i < MAX_HELD; i++)

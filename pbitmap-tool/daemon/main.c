@@ -52,6 +52,7 @@
 #include <string.h>
 #include <sys/fanotify.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -219,7 +220,7 @@ static int event_pidfd(const struct fanotify_event_metadata *m)
 /*
  * An exec: a child reads ahead for a stamped program.  A held exec
  * (FAN_OPEN_EXEC_PERM, hold.c) is answered now when there is nothing to
- * read, else by the child once it has submitted, or by hold.c.
+ * read, else when its child has submitted and exited, or at its deadline.
  */
 static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
 {
@@ -230,7 +231,7 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 	if (m->fd >= 0 && (m->mask & (FAN_OPEN_EXEC | FAN_OPEN_EXEC_PERM)) && wanted(m->fd, now)) {
 		child = fork();
 		if (child == 0)
-			exec_child(m->fd, m->pid, pidfd, report_fd, hold ? fan : -1);
+			exec_child(m->fd, m->pid, pidfd, report_fd);
 		if (child > 0)
 			kid_started(child, CHILD_SECONDS);
 		else
@@ -318,8 +319,13 @@ static void read_events(int fan, int report_fd,
 		if (ev.m.event_len < FAN_EVENT_METADATA_LEN || off + ev.m.event_len > (size_t)n)
 			break;
 		memcpy(ev.bytes, buf + off, ev.m.event_len);
-		if (ev.m.vers == FANOTIFY_METADATA_VERSION)
+		if (ev.m.vers == FANOTIFY_METADATA_VERSION) {
 			handle(&ev.m, report_fd, now);
+		} else if (ev.m.fd >= 0) {	/* a layout not known: let it go, unread */
+			if (ev.m.mask & FAN_OPEN_EXEC_PERM)
+				hold_allow(fan, ev.m.fd);
+			close(ev.m.fd);
+		}
 		off += ev.m.event_len;
 	}
 }
@@ -478,10 +484,13 @@ static int serve(int fan, int fan_open)
 	pbd.own_fds[2] = sfd;
 	pbd.own_fds[3] = pipefd[0];
 	if (pbd.cfg.learn != PBD_LEARN_NO) {
+		/* =off: before the first run can be followed (learn.c: precise) */
+		if (pbd.cfg.learn_fault_around == PBD_FA_OFF)
+			fault_around_off();
 		learn_fd = learn_start(pipefd[1]);
 		pbd.learning = learn_fd >= 0 ? 1 : 2;
-		if (learn_fd >= 0 && pbd.cfg.learn_fault_around == PBD_FA_OFF)
-			fault_around_off();
+		if (learn_fd < 0)
+			fault_around_on();
 	}
 	write_status();
 	/*
@@ -504,6 +513,7 @@ static int serve(int fan, int fan_open)
 			timeout = hold_ms;
 
 		if (poll(pfd, 5, timeout) < 0 && errno != EINTR) {
+			hold_tick(fan, true);
 			fault_around_on();
 			return pb_error_errno(NULL, "poll");
 		}
@@ -538,6 +548,7 @@ static int serve(int fan, int fan_open)
 
 static int start(void)
 {
+	struct rlimit nofile;
 	char dir[PATH_MAX], *slash;
 	int fan, fan_open;
 
@@ -553,9 +564,12 @@ static int start(void)
 			    FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_PIDFD,
 			    O_RDONLY | O_LARGEFILE | O_CLOEXEC | O_NOATIME);
 	if (fan < 0)
-		return pb_error_errno(NULL, errno == EINVAL ?
-				      "fanotify with pidfds needs Linux 5.15 or later" :
-				      "fanotify_init (pbitmapd must run as root)");
+		return pb_error_errno(NULL, errno != EINVAL ?
+				      "fanotify_init (pbitmapd must run as root)" :
+				      pbd.cfg.hold_exec_ms ? "fanotify with pidfds and permission "
+				      "events (PBITMAP_DAEMON_HOLD_EXEC_MS) needs Linux 5.15 or later, "
+				      "built with CONFIG_FANOTIFY_ACCESS_PERMISSIONS" :
+				      "fanotify with pidfds needs Linux 5.15 or later");
 	/* opens by file handle: the kernel opens nothing for this group */
 	fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
 				 O_RDONLY | O_LARGEFILE | O_CLOEXEC);
@@ -568,6 +582,16 @@ static int start(void)
 	 * would fault them back in from the disk it is trying to help, at
 	 * the moment a program starts.  A 2 MiB static binary; not fatal.
 	 */
+	/*
+	 * A permission event whose descriptor the daemon cannot be given is
+	 * denied by the kernel: the exec would fail.  Every descriptor the
+	 * hard limit allows (a read returns up to 8 KiB of events, each with
+	 * a file and a pidfd, besides the held ones and the learners').
+	 */
+	if (!getrlimit(RLIMIT_NOFILE, &nofile) && nofile.rlim_cur < nofile.rlim_max) {
+		nofile.rlim_cur = nofile.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &nofile);
+	}
 	if (mlockall(MCL_CURRENT) && pb_verbose)
 		pb_note(NULL, "cannot lock its pages in memory (mlockall): %s", strerror(errno));
 	pbd.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
