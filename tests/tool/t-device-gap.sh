@@ -111,7 +111,7 @@ done
 grep -qx "PBITMAP_DAEMON_MAX_PARALLEL 2 (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_BUDGET_MB 256 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON no (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
-[[ $(wc -l <"$OUT") == 9 ]] || fail "--print-config: not 9 settings: $(cat "$OUT")"
+[[ $(wc -l <"$OUT") == 11 ]] || fail "--print-config: not 11 settings: $(cat "$OUT")"
 expect_status 2 "$PBITMAPD" --print-config --check-enabled -c set.conf
 printf 'PBITMAP_DAEMON_JOIN_GAP_KB=x\n' >bad.conf
 expect_status 1 "$PBITMAPD" --print-config -c bad.conf
