@@ -25,18 +25,6 @@ struct fanotify_event_info_pidfd {
 	struct fanotify_event_info_header hdr;
 	__s32 pidfd;
 };
-/* hold.c */
-void hold_allow(int fan, int fd);
-void hold_add(int fan, int fd, pid_t child);
-void hold_reaped(int fan, pid_t child);
-void hold_tick(int fan, bool all);
-int hold_timeout_ms(void);
-
-/* faultaround.c */
-void fault_around_off(void);
-void fault_around_on(void);
-int fault_around_restore(void);
-
 #endif
 
 #define DEFAULT_CONFIG	"/etc/pbitmap.conf"

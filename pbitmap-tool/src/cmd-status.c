@@ -56,29 +56,24 @@ static const struct {
 	{ "learn_events_lost", "faults the BPF ring buffer had no room for" },
 };
 
-/* pbitmapd's learning, as its status file says (learn.c). */
-static void print_learning(int state)
+/* A state the status file gives as a number: its line, @what[state]. */
+static void print_state(const char *name, const char *const *what, int nr, int state)
 {
-	static const char *const what[] = {
-		"off (PBITMAP_DAEMON_LEARN=no, or left to the kernel)",
-		"on (BPF: execs and page faults of stamped programs)",
-		"not available (its BPF programs did not load: see the daemon's log)",
-	};
-
-	printf("learning: %s\n", state >= 0 && state <= 2 ? what[state] : "unknown");
+	printf("%s: %s\n", name, state >= 0 && state < nr ? what[state] : "unknown");
 }
 
-/* fault_around_bytes as pbitmapd left it (daemon/faultaround.c). */
-static void print_fault_around(int state)
-{
-	static const char *const what[] = {
-		"as the kernel has it",
-		"off (one page) while pbitmapd learns: every page touched faults",
-		"could not be turned off (see the daemon's log): learning sees faults only",
-	};
-
-	printf("fault-around: %s\n", state >= 0 && state <= 2 ? what[state] : "unknown");
-}
+/* pbitmapd's learning (learn.c), and fault_around_bytes as it left it (faultaround.c). */
+#define STATES(what)	((int)(sizeof(what) / sizeof((what)[0])))
+static const char *const learning_states[] = {
+	"off (PBITMAP_DAEMON_LEARN=no, or left to the kernel)",
+	"on (BPF: execs and page faults of stamped programs)",
+	"not available (its BPF programs did not load: see the daemon's log)",
+};
+static const char *const fault_around_states[] = {
+	"as the kernel has it",
+	"off (one page) while pbitmapd learns: every page touched faults",
+	"could not be turned off (see the daemon's log): learning sees faults only",
+};
 
 /* The kernel's own prefetch: vm.pbitmap_enabled, on a patched kernel. */
 static void print_kernel(void)
@@ -136,9 +131,10 @@ int pb_cmd_status(int argc, char **argv)
 	       running ? "" : "; its last counters:");
 	while (fscanf(fp, "%63s %llu", key, &val) == 2) {
 		if (!strcmp(key, "learning"))
-			print_learning((int)val);
+			print_state("learning", learning_states, STATES(learning_states), (int)val);
 		if (!strcmp(key, "fault_around"))
-			print_fault_around((int)val);
+			print_state("fault-around", fault_around_states,
+				    STATES(fault_around_states), (int)val);
 		for (size_t i = 0; i < sizeof(counters) / sizeof(counters[0]); i++)
 			if (!strcmp(key, counters[i].key))
 				printf("%14llu  %-18s %s\n", val, key, counters[i].what);
