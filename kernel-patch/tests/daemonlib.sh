@@ -1,8 +1,9 @@
-# Sourced by the stock-kernel guest tests of pbitmapd (t-daemon.sh,
+# Sourced by the stock-kernel guest tests of pbitmapd (t-daemon.sh, t-daemon-hold.sh,
 # t-daemon-learn.sh, t-daemon-learn-plan.sh) with W set: their work
 # directory, made afresh; fail(); NOBODY; the checks that this is a stock
-# kernel and pbitmapd is at hand; and for the learning tests, a daemon with
-# its status file in $W (start_daemon, stop_daemon, counter, settle).
+# kernel and pbitmapd is at hand; cached and evict (a file's bytes in the
+# page cache, and out of it); and for the learning tests, a daemon with its
+# status file in $W (start_daemon, stop_daemon, counter, settle).
 HERE=$(cd "$(dirname "$0")" && pwd)
 PBITMAPD=$HERE/pbitmapd
 rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
@@ -12,6 +13,16 @@ NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 [ ! -e /proc/sys/vm/pbitmap_enabled ] ||
 	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
 [ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
+
+cached() { fincore -nb -o RES "$1" | tr -d ' '; }
+# evict FILE...: written back first (DONTNEED leaves dirty pages), then out
+evict() {
+	python3 -c 'import os, sys
+for f in sys.argv[1:]:
+    fd = os.open(f, os.O_RDONLY); os.fdatasync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$@"
+	for f in "$@"; do [ "$(cached "$f")" = 0 ] || fail "cannot evict $f: $(cached "$f") bytes stay"; done
+}
 
 DPID=
 start_daemon() {	# CONF [OPTION...]: pbitmapd with $W/CONF, once its status is written

@@ -49,12 +49,6 @@ gcc -O1 -o probe probe.c || fail "cannot build the probe"
 head -c $((1 << 20)) /dev/urandom >data
 pbitmap add -q --plan-size 16K probe && pbitmap plan probe "$W/data" || fail "cannot stamp the probe with a plan"
 pages=$(((1 << 20) / 4096))
-evict() {
-	sync
-	python3 -c 'import os, sys
-for f in sys.argv[1:]:
-    fd = os.open(f, os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$@"
-}
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >notify.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=1000\n' >hold.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=1\n' >hold1.conf

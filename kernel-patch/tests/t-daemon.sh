@@ -58,15 +58,6 @@ idle() {
 	done
 	fail "pbitmapd not idle after 10 s (pending $(counter pending), execs $(counter execs) of $1)"
 }
-cached() { fincore -nb -o RES "$1" | tr -d ' '; }
-# evict FILE...: written back first (DONTNEED leaves dirty pages), then out
-evict() {
-	python3 -c 'import os, sys
-for f in sys.argv[1:]:
-    fd = os.open(f, os.O_RDONLY); os.fdatasync(fd)
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED); os.close(fd)' "$@"
-	for f in "$@"; do [ "$(cached "$f")" = 0 ] || fail "cannot evict $f: $(cached "$f") bytes stay"; done
-}
 
 # ---- per-file bitmaps: cc1 -----------------------------------------------
 cp "$(gcc -print-prog-name=cc1)" cc1

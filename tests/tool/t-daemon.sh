@@ -89,10 +89,12 @@ grep -q "none: pbitmapd has not run since boot (no status file)" "$ERR" || fail 
 sh -c 'exit 0' &
 gone=$!
 wait "$gone"
-printf 'pid %d\npending 0\nexecs 7\nunstamped 5\nprefetched 2\n' "$gone" >old.status
+printf 'pid %d\npending 0\nlearning 1\nfault_around 2\nexecs 7\nunstamped 5\nprefetched 2\n' "$gone" >old.status
 expect_status 1 "$PBITMAP" status -s old.status
 grep -q "^pbitmapd: not running (pid $gone); its last counters:" "$OUT" || fail "status of a gone daemon: $(cat "$OUT")"
 grep -Eq "^ +2  prefetched " "$OUT" || fail "status counters: $(cat "$OUT")"
+grep -q "^learning: on (BPF" "$OUT" || fail "status, learning: $(cat "$OUT")"
+grep -q "^fault-around: could not be turned off" "$OUT" || fail "status, fault-around: $(cat "$OUT")"
 printf 'hello\n' >junk.status
 expect_status 1 "$PBITMAP" status -s junk.status
 grep -q "not a pbitmapd status file" "$ERR" || fail "status of junk: $(cat "$ERR")"
