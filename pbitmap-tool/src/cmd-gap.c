@@ -228,35 +228,12 @@ static int sample_sizes(const char *dev, int fd, uint64_t cells, unsigned int de
 	return 0;
 }
 
-/* A number from the device's sysfs queue directory, or @dflt. */
-static unsigned long long queue_value(unsigned int maj, unsigned int min, const char *name,
-				      unsigned long long dflt)
-{
-	char path[128];
-	unsigned long long v;
-	FILE *fp;
-
-	/* A partition's queue is its disk's: ../queue from the partition. */
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/queue/%s", maj, min, name);
-	fp = fopen(path, "re");
-	if (!fp) {
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/../queue/%s", maj, min, name);
-		fp = fopen(path, "re");
-	}
-	if (!fp)
-		return dflt;
-	if (fscanf(fp, "%llu", &v) != 1)
-		v = dflt;
-	fclose(fp);
-	return v;
-}
-
 /* The kernel's own gap for the device, as pbitmap_device_gap() computes it. */
 static unsigned long long model_gap_kb(unsigned int maj, unsigned int min)
 {
-	unsigned long long kb = queue_value(maj, min, "rotational", 0) ? 256 : 128;
-	unsigned long long opt = queue_value(maj, min, "optimal_io_size", 0) >> 10;
-	unsigned long long max = queue_value(maj, min, "max_sectors_kb", kb);
+	unsigned long long kb = pb_queue_value(maj, min, "rotational", 0) ? 256 : 128;
+	unsigned long long opt = pb_queue_value(maj, min, "optimal_io_size", 0) >> 10;
+	unsigned long long max = pb_queue_value(maj, min, "max_sectors_kb", kb);
 
 	if (opt && opt < kb)
 		kb = opt;
@@ -418,7 +395,7 @@ static int measure(const char *path, unsigned int depth, bool set)
 	}
 	close(fd);
 	model = (long long)model_gap_kb(maj, min);
-	widest = (long long)queue_value(maj, min, "max_sectors_kb", WIDEST_KB);
+	widest = (long long)pb_queue_value(maj, min, "max_sectors_kb", WIDEST_KB);
 	widest = widest < WIDEST_KB ? widest : WIDEST_KB;
 	/*
 	 * t(s) = c + s * b, from the two sizes: bytes free (b <= 0) makes any

@@ -776,6 +776,21 @@ int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *
  */
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
 		uint64_t limit, uint64_t *extents, uint64_t *bytes);
+/*
+ * posix_fadvise(POSIX_FADV_WILLNEED) of @len bytes at @off of @fd in calls
+ * of at most @chunk bytes (pb_willneed_chunk()): the kernel reads no more
+ * of one call.  Returns 0 or an errno value.
+ */
+int pb_willneed_range(int fd, uint64_t off, uint64_t len, uint64_t chunk);
+/* The most one POSIX_FADV_WILLNEED reads of a file on device @dev (willneed.c). */
+uint64_t pb_willneed_chunk(dev_t dev);
+#define PB_WILLNEED_CHUNK_DEFAULT	(2 * 1024 * 1024)	/* the reach unknown: willneed.c */
+/*
+ * The number @name in the sysfs queue directory of block device
+ * @maj:@min (a partition's: its disk's), or @dflt.
+ */
+unsigned long long pb_queue_value(unsigned int maj, unsigned int min, const char *name,
+				  unsigned long long dflt);
 
 /*
  * pbitmapd: what an exec of a stamped program reads (prefetch.c).  The
@@ -787,6 +802,8 @@ struct pb_exec_prefetch {
 	uint64_t budget;	/* read at most about this many bytes */
 	int exe_entry;		/* its plan's entry naming the executable
 				 * (pb_exec_plan_entry()), -1: none */
+	dev_t chunk_dev;	/* the device pb_willneed_chunk() gave @chunk for */
+	uint64_t chunk;		/* 0: not asked yet */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */

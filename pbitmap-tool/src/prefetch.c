@@ -1128,12 +1128,23 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 static bool plan_read_run(const struct pb_plan_run *r, int fd, uint32_t *left,
 			  struct pb_exec_prefetch *p)
 {
+	struct stat st;
+
 	if (p->budget && p->bytes + r->length > p->budget) {
 		p->skip_budget++;	/* the rest of this file */
 		*left = 0;
 		return false;
 	}
-	if (posix_fadvise(fd, (off_t)r->offset, (off_t)r->length, POSIX_FADV_WILLNEED)) {
+	/* a plan's files are mostly on one device: ask sysfs once for it */
+	if (fstat(fd, &st)) {
+		*left = 0;
+		return false;
+	}
+	if (!p->chunk || st.st_dev != p->chunk_dev) {
+		p->chunk = pb_willneed_chunk(st.st_dev);
+		p->chunk_dev = st.st_dev;
+	}
+	if (pb_willneed_range(fd, r->offset, r->length, p->chunk)) {
 		*left = 0;
 		return false;
 	}

@@ -8,6 +8,10 @@
 #     page of the prefetch set becomes resident (mmap + mincore every 10 ms:
 #     a page counts once seen, since reclaim beside a kernel build may take
 #     an unused page again within the 0.1 s of a slower poll).
+#   - A data file of 3 x max(128 KiB, max_sectors_kb) + 1 MiB, every page
+#     marked: `prefetch` makes it resident whole, though one
+#     POSIX_FADV_WILLNEED reads no more than that maximum (the note says
+#     what one call read here).
 #   - Major faults of `./py -c pass` from a cold cache: fewer after
 #     `pbitmap prefetch`, and fewer under `pbitmap run` than under `pbitmap
 #     run` of an identical copy that has no bitmap (same overhead, no help).
@@ -261,6 +265,30 @@ grep -q "no bitmap" "$ERR" || fail "prefetch of a file without a bitmap says not
 expect_status 1 "$PBITMAP" prefetch ./no-such-file
 expect_status 2 "$PBITMAP" prefetch
 pass "prefetch: no bitmap is a note (exit 0), a missing file an error (1), no FILE usage (2)"
+
+# ---- prefetch: a marked range longer than one WILLNEED reads ----------------
+# The kernel reads at most max(read_ahead_kb, max_sectors_kb) of one
+# POSIX_FADV_WILLNEED and drops the rest (force_page_cache_ra()); prefetch
+# must ask in chunks that size.  A data file of 3 such reaches and 1 MiB,
+# every page marked: all of it becomes resident (a single call, for
+# comparison, read what the note says).
+maxsect=$(cat "$(dirname "$ra")/max_sectors_kb") || fail "no max_sectors_kb beside $ra"
+reach=$((maxsect > 128 ? maxsect : 128))
+head -c $(((3 * reach + 1024) << 10)) /dev/urandom >long || fail "cannot write long"
+"$PBITMAP" add -q long || fail "pbitmap add long"
+"$PBITMAP" set -q --pages 0-$(((3 * reach + 1024) / 4 - 1)) long || fail "pbitmap set long"
+evict long
+python3 -c 'import os, sys, time
+fd = os.open("long", os.O_RDONLY); os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_WILLNEED); time.sleep(1)' ||
+	fail "posix_fadvise of long"
+read -r once total < <(python3 cache.py resident long)
+evict long
+expect_status 0 "$PBITMAP" prefetch -v long
+grep -q "^long: 1 extents, $(((3 * reach + 1024) << 10)) bytes$" "$OUT" ||
+	fail "prefetch -v long: not one extent of the whole file: $(cat "$OUT")"
+wait_resident long "$PBITMAP" prefetch long
+note "one WILLNEED of the whole $((total * 4)) KiB read $((once * 4)) KiB (read_ahead_kb 128, max_sectors_kb $maxsect)"
+pass "prefetch: a marked range $((3 * reach + 1024)) KiB long becomes resident whole"
 
 # ---- fewer major faults --------------------------------------------------------
 
