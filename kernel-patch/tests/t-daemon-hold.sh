@@ -3,11 +3,14 @@
 # holding execs until their read-ahead is submitted
 # (PBITMAP_DAEMON_HOLD_EXEC_MS, daemon/hold.c; off by default).
 #
-#   - held: a stamped program whose plan lists a 1 MiB data file it never
+#   - held: a stamped program whose plan lists a 4 MiB data file it never
 #     reads finds, as its first act (cachestat(2) in main()), every page of
 #     that file in the page cache (submitted, if not yet read): the daemon
 #     answered its exec once the plan's batch was out (held +1, no
-#     timeout).  Printed beside: the same exec with notification events.
+#     timeout).  The file is one run longer than one POSIX_FADV_WILLNEED
+#     reads (max_sectors_kb, 1280 KiB here): asked in one call, 320 pages
+#     of its 1024 would be.  Printed beside: the same exec with
+#     notification events.
 #   - unstamped execs are answered at once (held unchanged) and run.
 #   - the bound: with HOLD_EXEC_MS=1 a cold exec's read-ahead (its record
 #     read from the 150-IOPS disk first) cannot be out in time; the exec
@@ -46,9 +49,9 @@ int main(int argc, char **argv)
 EOF
 gcc -O1 -o probe probe.c || fail "cannot build the probe"
 ./probe probe.c >/dev/null || fail "no cachestat(2) on $(uname -r)"
-head -c $((1 << 20)) /dev/urandom >data
+head -c $((4 << 20)) /dev/urandom >data
 pbitmap add -q --plan-size 16K probe && pbitmap plan probe "$W/data" || fail "cannot stamp the probe with a plan"
-pages=$(((1 << 20) / 4096))
+pages=$(((4 << 20) / 4096))
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >notify.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=1000\n' >hold.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=1\n' >hold1.conf
