@@ -66,33 +66,49 @@ static const char *const fault_around_names[] = {
 	[PBD_FA_KEEP] = "keep", [PBD_FA_WINDOWS] = "windows", [PBD_FA_OFF] = "off",
 };
 
-/* The daemon's settings; the trigger's (PBITMAP_RESTAMP ...) are not ours. */
+/*
+ * One NAME=VALUE line: the daemon's settings, each looked up once in
+ * setting_names[] and marked as set; the trigger's (PBITMAP_RESTAMP ...)
+ * are not ours.
+ */
 static int config_line(const char *path, unsigned int line, const char *key, const char *val)
 {
+	unsigned int i;
 	uint64_t v;
 
-	if (!strcmp(key, "PBITMAP_DAEMON")) {
+	for (i = 0; i < PBD_SETTINGS && strcmp(key, setting_names[i]); i++)
+		;
+	if (i == PBD_SETTINGS)
+		return strncmp(key, "PBITMAP_DAEMON", 14) ? 0 :
+		       pb_error(path, "line %u: unknown setting %s", line, key);
+	switch (i) {
+	case PBD_SET_ENABLED:
 		if (!config_bool(val, &pbd.cfg.enabled))
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
-	} else if (!strcmp(key, "PBITMAP_DAEMON_JOIN_GAP_KB")) {
+		break;
+	case PBD_SET_GAP:
 		if (config_number(path, line, key, val, 65536, &v))
 			return PB_FAIL;
 		pbd.cfg.gap = v << 10;
-	} else if (!strcmp(key, "PBITMAP_DAEMON_BUDGET_MB")) {
+		break;
+	case PBD_SET_BUDGET:
 		if (config_number(path, line, key, val, 65536, &v))
 			return PB_FAIL;
 		pbd.cfg.budget = v << 20;
-	} else if (!strcmp(key, "PBITMAP_DAEMON_PRESSURE_PCT")) {
+		break;
+	case PBD_SET_PRESSURE:
 		if (config_number(path, line, key, val, 100, &v))
 			return PB_FAIL;
 		pbd.cfg.pressure = (unsigned int)v;
-	} else if (!strcmp(key, "PBITMAP_DAEMON_MAX_PARALLEL")) {
+		break;
+	case PBD_SET_CHILDREN:
 		if (config_number(path, line, key, val, 64, &v))
 			return PB_FAIL;
 		if (!v)
 			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		pbd.cfg.children = (unsigned int)v;
-	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN")) {
+		break;
+	case PBD_SET_LEARN:
 		if (!strcmp(val, "no"))
 			pbd.cfg.learn = PBD_LEARN_NO;
 		else if (!strcmp(val, "owner"))
@@ -102,30 +118,35 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		else
 			return pb_error(path, "line %u: %s=%s is not no, owner or every",
 					line, key, val);
-	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_INTERVAL_S")) {
+		break;
+	case PBD_SET_LEARN_INTERVAL:
 		if (config_number(path, line, key, val, 86400, &pbd.cfg.learn_interval_s))
 			return PB_FAIL;
-	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_WINDOW_MS")) {
+		break;
+	case PBD_SET_LEARN_WINDOW:
 		if (config_number(path, line, key, val, 600000, &pbd.cfg.learn_window_ms))
 			return PB_FAIL;
 		if (!pbd.cfg.learn_window_ms)
 			return pb_error(path, "line %u: %s=0: at least 1", line, key);
-	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_PLANS")) {
+		break;
+	case PBD_SET_LEARN_PLANS:
 		if (!config_bool(val, &pbd.cfg.learn_plans))
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
-	} else if (!strcmp(key, "PBITMAP_DAEMON_LEARN_FAULT_AROUND")) {
+		break;
+	case PBD_SET_LEARN_FAULT_AROUND:
 		for (v = 0; v < 3 && strcmp(val, fault_around_names[v]); v++)
 			;
 		if (v == 3)
 			return pb_error(path, "line %u: %s=%s is not keep, windows or off",
 					line, key, val);
 		pbd.cfg.learn_fault_around = (int)v;
-	} else if (!strcmp(key, "PBITMAP_DAEMON_HOLD_EXEC_MS")) {
+		break;
+	case PBD_SET_HOLD_EXEC:
 		if (config_number(path, line, key, val, 1000, &pbd.cfg.hold_exec_ms))
 			return PB_FAIL;
-	} else if (!strncmp(key, "PBITMAP_DAEMON", 14)) {
-		return pb_error(path, "line %u: unknown setting %s", line, key);
+		break;
 	}
+	pbd.cfg.set |= 1u << i;
 	return 0;
 }
 
@@ -190,9 +211,6 @@ int config_load(const char *path)
 			eq--;
 		*eq = '\0';
 		ret = config_line(path, line, key, val);
-		for (unsigned int i = 0; !ret && i < PBD_SETTINGS; i++)
-			if (!strcmp(key, setting_names[i]))
-				pbd.cfg.set |= 1u << i;
 	}
 	free(buf);
 	fclose(fp);
