@@ -112,28 +112,15 @@ int fault_around_restore(void)
  */
 static int keep_found(const char *saved, unsigned long found)
 {
-	char tmp[PATH_MAX + 8], buf[32];
+	char buf[32];
 	unsigned long kept;
-	int n = snprintf(buf, sizeof(buf), "%lu\n", found), fd, err = 0;
+	int n = snprintf(buf, sizeof(buf), "%lu\n", found);
 
 	if (!read_bytes(saved, &kept))
 		return 0;
 	if (access(saved, F_OK) == 0)
 		return -EBADMSG;
-	snprintf(tmp, sizeof(tmp), "%s.tmp", saved);
-	unlink(tmp);
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	if (fd < 0)
-		return -errno;
-	if (write(fd, buf, (size_t)n) != n)
-		err = errno ? -errno : -EIO;
-	if (close(fd) && !err)
-		err = -errno;
-	if (!err && rename(tmp, saved))
-		err = -errno;
-	if (err)
-		unlink(tmp);
-	return err;
+	return pb_write_small_file(saved, buf, (size_t)n, 0600, PB_SMALL_FIXED_TMP);
 }
 
 /*

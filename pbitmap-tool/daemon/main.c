@@ -392,23 +392,18 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(learn_lost), COUNTER(learn_events_lost),
 };
 
-/* The counters, replaced whole: a reader never sees half of them. */
+/*
+ * The counters, replaced whole: a reader never sees half of them.  Root's
+ * only (other users' execs are not theirs to count).
+ */
 static void write_status(void)
 {
-	char tmp[PATH_MAX];
-	FILE *fp;
-	int fd;
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *fp = open_memstream(&buf, &len);
 
-	snprintf(tmp, sizeof(tmp), "%s.tmp", pbd.status_path);
-	unlink(tmp);
-	/* root's only (other users' execs are not theirs to count); no link followed */
-	fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-	fp = fd < 0 ? NULL : fdopen(fd, "w");
-	if (!fp) {
-		if (fd >= 0)
-			close(fd);
+	if (!fp)
 		return;
-	}
 	fprintf(fp, "pid %d\npending %u\nlearning %d\nfault_around %d\n", (int)getpid(),
 		pbd.children, pbd.learning, pbd.fault_around);
 	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
@@ -417,8 +412,9 @@ static void write_status(void)
 		memcpy(&v, (const char *)&pbd.n + counter_names[i].offset, sizeof(v));
 		fprintf(fp, "%s %" PRIu64 "\n", counter_names[i].name, v);
 	}
-	if (fclose(fp) || rename(tmp, pbd.status_path))
-		unlink(tmp);
+	if (!fclose(fp))
+		pb_write_small_file(pbd.status_path, buf, len, 0600, PB_SMALL_FIXED_TMP);
+	free(buf);
 }
 
 /* Reap children and read their reports: whether there were any. */

@@ -273,38 +273,20 @@ static bool device_node(unsigned int maj, unsigned int min, char *dev, size_t si
 static int record_gap(long long kb, unsigned int maj, unsigned int min)
 {
 	const char *dir = pb_run_dir();
-	char path[PATH_MAX], tmp[PATH_MAX], line[64];
-	int fd, len, n;
+	char path[PATH_MAX], line[64];
+	int len, err;
 
-	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, PB_DEVICE_GAP_FILE) >= sizeof(path) ||
-	    (size_t)snprintf(tmp, sizeof(tmp), "%s.XXXXXX", path) >= sizeof(tmp))
+	if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, PB_DEVICE_GAP_FILE) >= sizeof(path))
 		return pb_error(dir, "path too long");
 	if (mkdir(dir, 0755) == 0)
 		chmod(dir, 0755);	/* whatever the umask: pbitmapd reads it */
 	else if (errno != EEXIST)
 		return pb_error_errno(path, "cannot create the directory %s", dir);
 	len = snprintf(line, sizeof(line), "%lld %u:%u\n", kb, maj, min);
-	fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0)
-		return pb_error_errno(path, "cannot create a temporary file in %s", dir);
-	n = (int)write(fd, line, (size_t)len);
-	if (n != len || fchmod(fd, 0644)) {
-		if (n >= 0 && n != len)
-			errno = ENOSPC;
-		pb_error_errno(path, "cannot write %s", tmp);
-		close(fd);
-		unlink(tmp);
-		return PB_FAIL;
-	}
-	if (close(fd)) {
-		pb_error_errno(path, "cannot write %s", tmp);
-		unlink(tmp);
-		return PB_FAIL;
-	}
-	if (rename(tmp, path)) {
-		pb_error_errno(path, "cannot rename %s to it", tmp);
-		unlink(tmp);
-		return PB_FAIL;
+	err = pb_write_small_file(path, line, (size_t)len, 0644, 0);
+	if (err) {
+		errno = -err;
+		return pb_error_errno(path, "cannot write");
 	}
 	return 0;
 }

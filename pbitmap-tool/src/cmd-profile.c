@@ -354,36 +354,30 @@ out_close:
 /* Write @p to @out (NULL: stdout), publishing a named file whole or not at all. */
 static int write_profile(const struct pb_profile *p, const char *out)
 {
-	char tmp[PATH_MAX];
+	char *buf = NULL;
+	size_t len = 0;
 	FILE *fp;
-	int fd;
+	int err;
 
 	if (!out) {
 		if (pb_profile_write(stdout, p))
 			return pb_error_errno("<stdout>", "write error");
 		return 0;
 	}
-	if (snprintf(tmp, sizeof(tmp), "%s.XXXXXX", out) >= (int)sizeof(tmp))
-		return pb_error(out, "name too long");
-	fd = mkstemp(tmp);
-	if (fd < 0)
-		return pb_error_errno(out, "cannot create a file beside it");
-	fp = fdopen(fd, "w");
-	if (!fp) {
-		close(fd);
-		unlink(tmp);
-		return pb_error_errno(out, "fdopen");
+	fp = open_memstream(&buf, &len);
+	if (!fp)
+		return pb_error_errno(out, "cannot write");
+	err = pb_profile_write(fp, p);
+	if (fclose(fp) || err) {
+		free(buf);
+		return pb_error_errno(out, "write error");
 	}
-	if (pb_profile_write(fp, p) || fsync(fd) || fchmod(fd, 0644)) {
-		pb_error_errno(out, "write error");
-		fclose(fp);
-		unlink(tmp);
-		return PB_FAIL;
-	}
-	if (fclose(fp) || rename(tmp, out)) {
-		pb_error_errno(out, "cannot write");
-		unlink(tmp);
-		return PB_FAIL;
+	/* synced: a profile may be all that is left of what was learned */
+	err = pb_write_small_file(out, buf, len, 0644, PB_SMALL_SYNC);
+	free(buf);
+	if (err) {
+		errno = -err;
+		return pb_error_errno(out, "cannot write");
 	}
 	return 0;
 }

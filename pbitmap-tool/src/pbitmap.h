@@ -352,6 +352,21 @@ enum pb_marker_state {
 };
 
 struct pb_elf;	/* private to elfstore.c */
+/*
+ * Replace @path by a file of @len bytes from @buf, mode @mode (replace.c):
+ * written to a temporary file beside it and renamed over it, so that a
+ * reader sees the old content or the new, never part of either.  The
+ * temporary name is PATH.XXXXXX (mkostemp), or with PB_SMALL_FIXED_TMP
+ * PATH.tmp, removed first and never followed if a link: a file one writer
+ * rewrites again and again (pbitmapd's status) then leaves at most one
+ * behind when the writer is killed.  PB_SMALL_SYNC: on disk before the
+ * rename.  No messages.  Returns 0 or a negative errno value.
+ */
+#define PB_SMALL_SYNC		0x1
+#define PB_SMALL_FIXED_TMP	0x2
+int pb_write_small_file(const char *path, const void *buf, size_t len, mode_t mode,
+			unsigned int flags);
+
 struct pb_replace; /* private to replace.c */
 struct pb_file;
 

@@ -670,3 +670,46 @@ int pb_commit(struct pb_file *f)
 		ret = pb_error_errno(f->path, "fstat");
 	return ret;
 }
+
+/*
+ * A small file replaced whole (pbitmap.h): written beside @path and
+ * renamed over it.  The four writers this serves (device-gap's record,
+ * export's profile, pbitmapd's status and its kept fault-around value)
+ * each had their own copy, differing in what they synced.
+ */
+int pb_write_small_file(const char *path, const void *buf, size_t len, mode_t mode,
+			unsigned int flags)
+{
+	char tmp[PATH_MAX];
+	const char *p = buf;
+	int fd, err = 0;
+
+	if ((size_t)snprintf(tmp, sizeof(tmp), flags & PB_SMALL_FIXED_TMP ? "%s.tmp" : "%s.XXXXXX",
+			     path) >= sizeof(tmp))
+		return -ENAMETOOLONG;
+	if (flags & PB_SMALL_FIXED_TMP) {
+		unlink(tmp);	/* a killed writer's */
+		fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+	} else {
+		fd = mkostemp(tmp, O_CLOEXEC);
+	}
+	if (fd < 0)
+		return -errno;
+	for (ssize_t n; len && !err; p += n, len -= (size_t)n) {
+		n = write(fd, p, len);
+		if (n <= 0)
+			err = n < 0 ? -errno : -ENOSPC;
+	}
+	/* mkostemp() makes it 0600 whatever the umask; so does fchmod() the other way */
+	if (!err && fchmod(fd, mode))
+		err = -errno;
+	if (!err && (flags & PB_SMALL_SYNC) && fsync(fd))
+		err = -errno;
+	if (close(fd) && !err)
+		err = -errno;
+	if (!err && rename(tmp, path))
+		err = -errno;
+	if (err)
+		unlink(tmp);
+	return err;
+}
