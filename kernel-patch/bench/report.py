@@ -33,8 +33,11 @@ machine (pressure / pressure-off) beside what it saves after a drop
 (pressure-plan / pressure-off beside plan / off).
 
 --exec-csv EXEC.csv adds the warm-exec microbenchmark: rows of
-  pbitmap (off|on), program (stamped|unstamped), repeat, execs, us_per_exec
-as median [q1, q3] microseconds per exec over the repeats, and on / off.
+  pbitmap (off|on|daemon), program (stamped|unstamped), repeat, execs,
+  us_per_exec[, first_insn_us, daemon_cpu_us]
+as median [q1, q3] microseconds per exec over the repeats, and on / off;
+with the traced columns, also the median time from execve to the first
+instruction and the daemon's CPU per exec.
 
 --not-slower COND:DISK is the benchmark's own test: on disk model DISK, the
 wall time of COND must not be longer than `off`'s beyond noise, for every
@@ -799,35 +802,56 @@ class Report:
 EXEC_COLUMNS = ("pbitmap", "program", "repeat", "execs", "us_per_exec")
 
 
+# Columns of the traced loops (bench-job.sh's exec_traced()), absent from
+# CSVs written before them: the median time from execve's entry to the
+# program's first instruction, and the daemon's CPU per exec.
+EXEC_TRACED_COLUMNS = ("first_insn_us", "daemon_cpu_us")
+
+
 def read_exec_runs(path: str) -> list:
-    """The warm-exec microbenchmark's CSV: a list of (pbitmap, program, us)."""
+    """The warm-exec microbenchmark's CSV: a list of (pbitmap, program, us,
+    first_insn_us, daemon_cpu_us), the last two None in a CSV without them."""
     runs = []
     for line, row in csv_rows(path, EXEC_COLUMNS):
         where = f"line {line}"
         if row["pbitmap"] not in EXEC_STATES:
             raise CsvError(f"{where}: pbitmap is {row['pbitmap']!r}, not off, on or daemon")
+        traced = [parse_number(row[c], c, where) if row.get(c) is not None else None
+                  for c in EXEC_TRACED_COLUMNS]
         runs.append((row["pbitmap"], row["program"],
-                     parse_number(row["us_per_exec"], "us_per_exec", where)))
+                     parse_number(row["us_per_exec"], "us_per_exec", where), *traced))
     if not runs:
         raise CsvError("no rows")
     return runs
 
 
 def exec_table(runs: list) -> str:
-    programs = ordered(p for _, p, _ in runs)
+    programs = ordered(r[1] for r in runs)
+    traced = all(r[3] is not None for r in runs)
     rows = []
     for program in programs:
-        base = None
+        base = first_base = None
         for state in EXEC_STATES:
-            v = [us for s, p, us in runs if s == state and p == program]
-            if not v:
+            mine = [r for r in runs if r[0] == state and r[1] == program]
+            if not mine:
                 continue
-            m = stats.median_iqr(v)
+            m = stats.median_iqr([r[2] for r in mine])
             base = m.median if state == "off" else base
-            rows.append([program, state, str(len(v)),
-                         f"{m.median:.0f} [{m.q1:.0f}, {m.q3:.0f}]",
-                         fmt_ratio(m.median, base) if state != "off" and base else ""])
-    return md_table(["program", "pbitmap", "loops", "us per exec", "x off"], rows)
+            row = [program, state, str(len(mine)),
+                   f"{m.median:.0f} [{m.q1:.0f}, {m.q3:.0f}]",
+                   fmt_ratio(m.median, base) if state != "off" and base else ""]
+            if traced:
+                first = stats.median_iqr([r[3] for r in mine]).median
+                first_base = first if state == "off" else first_base
+                row += [f"{first:.0f}",
+                        fmt_ratio(first, first_base) if state != "off" and first_base else "",
+                        f"{stats.median_iqr([r[4] for r in mine]).median:.0f}"
+                        if state == "daemon" else ""]
+            rows.append(row)
+    head = ["program", "pbitmap", "loops", "us per exec", "x off"]
+    if traced:
+        head += ["us execve to first instruction (traced)", "x off", "daemon CPU us per exec"]
+    return md_table(head, rows)
 
 
 def parse_by_cause(text: str, where: str) -> dict:

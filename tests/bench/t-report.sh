@@ -338,3 +338,30 @@ for bad in 'fault:x merged:0' 'fault:1' 'fault:1 fault:2 merged:0' ':3 merged:0'
 	grep -q 'bad-req.csv: line 2: read_requests_by_cause' err || fail "unclear error for '$bad': $(cat err)"
 done
 echo "ok: waits table"
+
+# The warm-exec table: SYNTHETIC loops, with the traced columns
+# (bench-job.sh's exec_traced()) and without (CSVs written before them).
+cat >exec.csv <<'CSV'
+pbitmap,program,repeat,execs,us_per_exec,first_insn_us,daemon_cpu_us
+off,stamped,1,1000,900.0,400,0
+off,stamped,2,1000,920.0,420,0
+daemon,stamped,1,1000,990.0,440,7000
+daemon,stamped,2,1000,1010.0,460,9000
+off,unstamped,1,1000,880.0,380,0
+daemon,unstamped,1,1000,880.0,399,500
+CSV
+"$PYTHON" "$REPORT" synthetic.csv --exec-csv exec.csv -o exec.md 2>err || fail "report.py --exec-csv: $(cat err)"
+sed -n '/^### Warm exec/,/^$/p;/^| *program *| pbitmap/,/^$/p' exec.md
+grep -qE '^\| +stamped +\| +daemon +\| +2 +\| +1000 \[995, 1005\] +\| +1\.10x +\| +450 +\| +1\.10x +\| +8000 +\|$' exec.md ||
+	fail "stamped daemon's warm-exec row: $(grep -E '^\| +stamped +\| +daemon' exec.md)"
+grep -qE '^\| +unstamped +\| +daemon +\| +1 +\| +880 \[880, 880\] +\| +1\.00x +\| +399 +\| +1\.05x +\| +500 +\|$' exec.md ||
+	fail "unstamped daemon's warm-exec row: $(grep -E '^\| +unstamped +\| +daemon' exec.md)"
+cut -d, -f1-5 exec.csv >exec-old.csv
+"$PYTHON" "$REPORT" synthetic.csv --exec-csv exec-old.csv -o exec-old.md 2>err || fail "report.py, an exec CSV without traced columns: $(cat err)"
+grep -q 'first instruction' exec-old.md && fail "traced columns in a table of a CSV without them"
+grep -qE '^\| +stamped +\| +daemon +\| +2 +\| +1000 \[995, 1005\] +\| +1\.10x +\|$' exec-old.md ||
+	fail "stamped daemon's row without traced columns: $(grep -E '^\| +stamped +\| +daemon' exec-old.md)"
+sed 's/^daemon,unstamped,1,1000,880.0,399,500$/daemon,unstamped,1,1000,880.0,x,500/' exec.csv >exec-bad.csv
+"$PYTHON" "$REPORT" synthetic.csv --exec-csv exec-bad.csv -o exec-bad.md 2>err && fail "first_insn_us 'x' was accepted"
+grep -q 'exec-bad.csv: line 7' err || fail "unclear error for first_insn_us 'x': $(cat err)"
+echo "ok: warm-exec table"
