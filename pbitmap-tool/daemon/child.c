@@ -8,6 +8,7 @@
 #include <grp.h>
 #include <inttypes.h>
 #include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -373,15 +374,19 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
  * rights to take: the opener has opened the file, and the daemon reads it
  * by its handle, looking nothing up by name.
  */
-void data_child(int fd, pid_t pid, int report_fd)
+void data_child(int fd, pid_t pid, int after, int report_fd)
 {
 	struct report r = { .data = true, .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid) } };
 	char self[64], name[PATH_MAX];
-	int keep[] = { fd, report_fd };
+	int keep[] = { fd, report_fd, after };
+	struct pollfd exited = { after, POLLIN, 0 };
 	ssize_t n;
 	int rfd;
 
-	child_limits(keep, 2, CHILD_SECONDS, CHILD_CPU);
+	child_limits(keep, after >= 0 ? 3 : 2, CHILD_SECONDS, CHILD_CPU);
+	/* after the opener's exec child (a pidfd, readable when it exits), at most 2 s */
+	if (after >= 0)
+		poll(&exited, 1, DATA_AFTER_EXEC_MS);
 	if (!r.p.budget) {
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;

@@ -31,6 +31,7 @@ struct fanotify_event_info_pidfd {
 #define MAX_LOCAL_FS	256
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same */
+#define DATA_AFTER_EXEC_MS 2000	/* a data child's wait for its opener's exec child */
 /*
  * A learning run's writer: a library's record slot is written in place,
  * but a program (and a file that cannot be written in place) is rewritten
@@ -72,6 +73,7 @@ struct counters {
 	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
+	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
 	uint64_t held, held_timeout;	/* hold.c */
 	/* learning (learn.c) */
 	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
@@ -105,7 +107,8 @@ struct pbd_state {
 	struct counters n;
 	unsigned int children;
 	/* each child and when it started: one that overstays is killed */
-	struct { pid_t pid; uint64_t deadline_ms; } kids[MAX_CHILDREN];
+	/* @serves: the pid whose exec an exec child reads ahead for, else 0 */
+	struct { pid_t pid, serves; uint64_t deadline_ms; } kids[MAX_CHILDREN];
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
@@ -145,7 +148,7 @@ void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigne
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
-void __attribute__((noreturn)) data_child(int fd, pid_t pid, int report_fd);
+void __attribute__((noreturn)) data_child(int fd, pid_t pid, int after, int report_fd);
 
 /* main.c */
 void kid_started(pid_t pid, unsigned int seconds);
