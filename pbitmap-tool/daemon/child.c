@@ -384,13 +384,15 @@ void data_child(int fd, pid_t pid, int after, int report_fd)
 	int rfd;
 
 	child_limits(keep, after >= 0 ? 3 : 2, CHILD_SECONDS, CHILD_CPU);
-	/* after the opener's exec child (a pidfd, readable when it exits), at most 2 s */
-	if (after >= 0)
-		poll(&exited, 1, DATA_AFTER_EXEC_MS);
 	if (!r.p.budget) {
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
 		child_report(report_fd, &r);
+	}
+	/* after the opener's exec child (a pidfd, readable when it exits), at most 2 s */
+	if (after >= 0) {
+		poll(&exited, 1, DATA_AFTER_EXEC_MS);
+		close(after);
 	}
 	/* the same inode as checked, now for reading (its O_PATH descriptor) */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);

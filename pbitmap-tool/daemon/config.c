@@ -145,6 +145,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		if (config_number(path, line, key, val, 1000, &pbd.cfg.hold_exec_ms))
 			return PB_FAIL;
 		break;
+	default:	/* a name in setting_names[] without its case here */
+		return pb_error(path, "line %u: %s: not read by this pbitmapd", line, key);
 	}
 	pbd.cfg.set |= 1u << i;
 	return 0;

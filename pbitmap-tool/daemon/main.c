@@ -414,11 +414,12 @@ static void add_report(const struct report *r)
 #define COUNTER(name) { #name, offsetof(struct counters, name) }
 static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(execs), COUNTER(unstamped), COUNTER(prefetched), COUNTER(plans),
-	COUNTER(opens), COUNTER(data_prefetched), COUNTER(files), COUNTER(extents),
+	COUNTER(opens), COUNTER(data_prefetched), COUNTER(data_after_exec), COUNTER(files),
+	COUNTER(extents),
 	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
-	COUNTER(data_after_exec), COUNTER(held), COUNTER(held_timeout),
+	COUNTER(held), COUNTER(held_timeout),
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "pbitmapd.h"
+#include "blockdev.h"
 
 /* Filesystems on a block device that no daemon or server answers for. */
 static bool local_type(const char *type)
@@ -64,6 +65,22 @@ static void watch_opens(int fan, const char *mnt)
 }
 
 /*
+ * How much of a range one POSIX_FADV_WILLNEED reads on the filesystem
+ * mounted at @mnt: its block device's (blockdev.c: a btrfs's one device
+ * too), read from sysfs here, in the daemon's root, for the children,
+ * which must not read sysfs in other users' roots (willneed.c).
+ */
+static uint64_t mount_chunk(const char *mnt)
+{
+	char why[PB_BLOCKDEV_WHY];
+	dev_t dev;
+
+	if (pb_block_device(mnt, &dev, why, sizeof(why)))
+		return PB_WILLNEED_CHUNK_DEFAULT;
+	return pb_willneed_chunk_of_device(dev);
+}
+
+/*
  * Mark each local filesystem of /proc/self/mountinfo once: execs in the
  * group @fan, opens in @fan_open.  0 or PB_FAIL.
  */
@@ -91,11 +108,15 @@ int mark_local(int fan, int fan_open)
 			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
 			continue;
 		}
-		pbd.local[pbd.nr_local++] = makedev(maj, min);
+		pbd.local[pbd.nr_local] = makedev(maj, min);
+		pbd.chunks[pbd.nr_local++] = (struct pb_chunk){ makedev(maj, min), mount_chunk(mnt) };
 		watch_opens(fan_open, mnt);
 		if (pb_verbose)
-			pb_note(mnt, "watching execs (%s, %u:%u)", type, maj, min);
+			pb_note(mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB)",
+				type, maj, min,
+				(unsigned long long)pbd.chunks[pbd.nr_local - 1].chunk >> 10);
 	}
+	pb_willneed_use_table(pbd.chunks, pbd.nr_local);
 	free(buf);
 	fclose(fp);
 	return pbd.nr_local ? 0 : pb_error("/proc/self/mountinfo", "no local filesystem to watch");

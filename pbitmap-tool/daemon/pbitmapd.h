@@ -100,6 +100,8 @@ struct pbd_state {
 	struct config cfg;
 	const char *status_path;
 	dev_t local[MAX_LOCAL_FS];
+	/* their WILLNEED chunks, for the children (pb_willneed_use_table()) */
+	struct pb_chunk chunks[MAX_LOCAL_FS];
 	size_t nr_local;
 	/* the open group's filesystems: a descriptor to open handles on */
 	struct { __kernel_fsid_t fsid; int fd; } fs[MAX_LOCAL_FS];

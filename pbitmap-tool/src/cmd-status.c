@@ -26,7 +26,7 @@ static const struct {
 	{ "plans", "of which through the program's plan" },
 	{ "opens", "opens seen on the watched filesystems (for data files)" },
 	{ "data_prefetched", "data files read ahead at their open" },
-	{ "data_after_exec", "of which after the opener's exec was read ahead (its plan may list them)" },
+	{ "data_after_exec", "data-file reads that first waited for the opener's exec read-ahead" },
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },

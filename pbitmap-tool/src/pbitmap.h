@@ -797,9 +797,25 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
  * of one call.  Returns 0 or an errno value.
  */
 int pb_willneed_range(int fd, uint64_t off, uint64_t len, uint64_t chunk);
-/* The most one POSIX_FADV_WILLNEED reads of a file on device @dev (willneed.c). */
+/*
+ * The most one POSIX_FADV_WILLNEED reads of a file on device @dev
+ * (willneed.c): from the table pb_willneed_use_table() gave, if one was
+ * given, else from sysfs (the last device's answer kept).
+ */
 uint64_t pb_willneed_chunk(dev_t dev);
 #define PB_WILLNEED_CHUNK_DEFAULT	(2 * 1024 * 1024)	/* the reach unknown: willneed.c */
+struct pb_chunk {
+	dev_t dev;		/* a filesystem's st_dev */
+	uint64_t chunk;		/* pb_willneed_chunk_of_device() of the device it reads from */
+};
+/* The chunk of block device @dev, from sysfs, now. */
+uint64_t pb_willneed_chunk_of_device(dev_t dev);
+/*
+ * From now on pb_willneed_chunk() answers from @table (@len entries, kept
+ * by the caller; others get the default) and never reads sysfs: pbitmapd,
+ * whose children read in other users' roots.
+ */
+void pb_willneed_use_table(const struct pb_chunk *table, size_t len);
 /*
  * The number @name in the sysfs queue directory of block device
  * @maj:@min (a partition's: its disk's), or @dflt.
@@ -817,8 +833,6 @@ struct pb_exec_prefetch {
 	uint64_t budget;	/* read at most about this many bytes */
 	int exe_entry;		/* its plan's entry naming the executable
 				 * (pb_exec_plan_entry()), -1: none */
-	dev_t chunk_dev;	/* the device pb_willneed_chunk() gave @chunk for */
-	uint64_t chunk;		/* 0: not asked yet */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */

@@ -1135,16 +1135,8 @@ static bool plan_read_run(const struct pb_plan_run *r, int fd, uint32_t *left,
 		*left = 0;
 		return false;
 	}
-	/* a plan's files are mostly on one device: ask sysfs once for it */
-	if (fstat(fd, &st)) {
-		*left = 0;
-		return false;
-	}
-	if (!p->chunk || st.st_dev != p->chunk_dev) {
-		p->chunk = pb_willneed_chunk(st.st_dev);
-		p->chunk_dev = st.st_dev;
-	}
-	if (pb_willneed_range(fd, r->offset, r->length, p->chunk)) {
+	if (fstat(fd, &st) ||
+	    pb_willneed_range(fd, r->offset, r->length, pb_willneed_chunk(st.st_dev))) {
 		*left = 0;
 		return false;
 	}

@@ -695,10 +695,15 @@ int pb_write_small_file(const char *path, const void *buf, size_t len, mode_t mo
 	}
 	if (fd < 0)
 		return -errno;
-	for (ssize_t n; len && !err; p += n, len -= (size_t)n) {
-		n = write(fd, p, len);
-		if (n <= 0)
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n <= 0) {
 			err = n < 0 ? -errno : -ENOSPC;
+			break;
+		}
+		p += n;
+		len -= (size_t)n;
 	}
 	/* mkostemp() makes it 0600 whatever the umask; so does fchmod() the other way */
 	if (!err && fchmod(fd, mode))

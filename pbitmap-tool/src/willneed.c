@@ -4,10 +4,12 @@
  * pbitmap-run and the LD_AUDIT module (pbitmap-audit.so) all ask the kernel
  * for.  posix_fadvise(POSIX_FADV_WILLNEED) starts asynchronous reads into
  * the page cache and returns; nothing here waits for the I/O.  No messages
- * and no state: the audit module runs inside other programs.
+ * (the audit module runs inside other programs), and no state but where a
+ * device's chunk comes from (pb_willneed_chunk()).
  */
 #include <endian.h>
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,32 +52,73 @@ unsigned long long pb_queue_value(unsigned int maj, unsigned int min, const char
 
 /*
  * Why ranges go to the kernel in chunks: one POSIX_FADV_WILLNEED reads at
- * most the larger of the device's largest request (max_sectors_kb) and
- * the file's readahead window (read_ahead_kb) from its start, and drops
- * the rest without a word (force_page_cache_ra(), mm/readahead.c, since
- * Linux 4.10).  On the test bed's disk (128 and 1280) pbitmapd made 320
- * of a planned 4 MiB file's 1024 pages resident; on a host with 8192 and
- * 4096, a 32 MiB range read 8 MiB.  A chunk
- * of that size is also one request at most, so chunking costs none.  A
- * file on no block device sysfs names (btrfs's anonymous devices, a root
- * without /sys, as in a chroot): 2 MiB, the step force_page_cache_ra()
- * itself reads in.  Not the kernel's default window (128 KiB): where the
- * reach is wider, a range cut in windows goes out as more requests (in
- * t-prefetch's chroot, 102 against 87 for a cold start).  At 2 MiB a
- * range within it is one call, as before, and a longer one still reads
- * more than one call would.
+ * most max(io_pages, ra_pages) pages from its start, io_pages the device's
+ * largest request (max_sectors_kb) and ra_pages the file's readahead window
+ * (read_ahead_kb), each in whole pages, and drops the rest without a word
+ * (force_page_cache_ra(), mm/readahead.c, since Linux 4.10).  On the test
+ * bed's disk (128 and 1280) pbitmapd made 320 of a planned 4 MiB file's
+ * 1024 pages resident; on a host with 8192 and 4096, a 32 MiB range read
+ * 8 MiB.  A chunk is that reach, rounded down to whole pages as the kernel
+ * counts them; chunking costs no request the kernel would not have made.
+ * A device sysfs does not name (btrfs's and overlayfs's anonymous devices,
+ * a root without /sys, as in a chroot): 2 MiB.  That may be beyond the
+ * reach (a chunk then reads its first part only, as one call did), but not
+ * the kernel's default window (128 KiB): where the reach is wider, a range
+ * cut in windows goes out as more requests (in t-prefetch's chroot, 102
+ * against 87 for a cold start).
  */
-uint64_t pb_willneed_chunk(dev_t dev)
+static uint64_t chunk_from_sysfs(dev_t dev)
 {
-	unsigned long long ra = 0, io = 0;
+	unsigned long long ra = 0, io = 0, page = (unsigned long long)sysconf(_SC_PAGESIZE);
 
 	if (major(dev)) {
-		ra = pb_queue_value(major(dev), minor(dev), "read_ahead_kb", 0);
-		io = pb_queue_value(major(dev), minor(dev), "max_sectors_kb", 0);
+		ra = pb_queue_value(major(dev), minor(dev), "read_ahead_kb", 0) * 1024 / page;
+		io = pb_queue_value(major(dev), minor(dev), "max_sectors_kb", 0) * 1024 / page;
 	}
 	if (io > ra)
 		ra = io;
-	return ra ? (uint64_t)ra << 10 : PB_WILLNEED_CHUNK_DEFAULT;
+	return ra ? (uint64_t)(ra * page) : PB_WILLNEED_CHUNK_DEFAULT;
+}
+
+/*
+ * pbitmapd's children read other users' files in those users' roots, where
+ * /sys is whatever the user put there (a FIFO would hold a child until its
+ * alarm): the daemon gives a table of its watched filesystems' chunks,
+ * measured in its own root before any child (pb_willneed_use_table()), and
+ * no sysfs is read after that.  Everybody else asks sysfs, once per device
+ * in a row: a start-up's files mostly share one.
+ */
+static const struct pb_chunk *chunk_table;
+static size_t chunk_table_len;
+static bool chunk_table_used;
+static dev_t chunk_last_dev;
+static uint64_t chunk_last;
+
+void pb_willneed_use_table(const struct pb_chunk *table, size_t len)
+{
+	chunk_table = table;
+	chunk_table_len = len;
+	chunk_table_used = true;
+}
+
+uint64_t pb_willneed_chunk_of_device(dev_t dev)
+{
+	return chunk_from_sysfs(dev);
+}
+
+uint64_t pb_willneed_chunk(dev_t dev)
+{
+	if (chunk_table_used) {
+		for (size_t i = 0; i < chunk_table_len; i++)
+			if (chunk_table[i].dev == dev)
+				return chunk_table[i].chunk;
+		return PB_WILLNEED_CHUNK_DEFAULT;
+	}
+	if (!chunk_last || dev != chunk_last_dev) {
+		chunk_last = chunk_from_sysfs(dev);
+		chunk_last_dev = dev;
+	}
+	return chunk_last;
 }
 
 int pb_willneed_range(int fd, uint64_t off, uint64_t len, uint64_t chunk)
