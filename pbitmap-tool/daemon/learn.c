@@ -753,7 +753,7 @@ static void learn_finish(struct learner *l)
 		if (child == 0)
 			learn_child(l, L.report_fd);
 		if (child > 0) {
-			kid_started(child, WRITER_SECONDS);
+			kid_started(child, WRITER_SECONDS, 0);
 			for (size_t i = 0; i < MAX_WRITERS; i++)
 				if (!L.writers[i]) {
 					L.writers[i] = child;

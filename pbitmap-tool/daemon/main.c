@@ -101,12 +101,14 @@ void pb_print_verb_help(const char *name)
 
 /* ---- the parent ---------------------------------------------------------- */
 
-void kid_started(pid_t pid, unsigned int seconds)
+/* @serves: the pid whose exec child @pid is (kid_serving()), else 0 */
+void kid_started(pid_t pid, unsigned int seconds, pid_t serves)
 {
 	pbd.children++;
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
 		if (!pbd.kids[i].pid) {
 			pbd.kids[i].pid = pid;
+			pbd.kids[i].serves = serves;
 			pbd.kids[i].deadline_ms = now_ms() + (seconds + 2) * 1000;
 			return;
 		}
@@ -117,7 +119,6 @@ static void kid_ended(pid_t pid)
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
 		if (pbd.kids[i].pid == pid) {
 			pbd.kids[i].pid = 0;
-			pbd.kids[i].serves = 0;
 			if (pbd.children)
 				pbd.children--;
 			return;
@@ -131,13 +132,6 @@ static pid_t kid_serving(pid_t pid)
 		if (pbd.kids[i].pid && pbd.kids[i].serves == pid)
 			return pbd.kids[i].pid;
 	return 0;
-}
-
-static void kid_serves(pid_t child, pid_t pid)
-{
-	for (size_t i = 0; i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid == child)
-			pbd.kids[i].serves = pid;
 }
 
 /*
@@ -250,10 +244,9 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 		child = fork();
 		if (child == 0)
 			exec_child(m->fd, m->pid, pidfd, report_fd);
-		if (child > 0) {
-			kid_started(child, CHILD_SECONDS);
-			kid_serves(child, m->pid);
-		} else
+		if (child > 0)
+			kid_started(child, CHILD_SECONDS, m->pid);
+		else
 			pbd.n.skip_failed++;
 	}
 	if (hold && child > 0) {
@@ -324,7 +317,7 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 		if (after >= 0)
 			close(after);
 		if (child > 0)
-			kid_started(child, CHILD_SECONDS);
+			kid_started(child, CHILD_SECONDS, 0);
 		else
 			pbd.n.skip_failed++;
 	}

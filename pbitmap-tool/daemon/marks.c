@@ -108,15 +108,15 @@ int mark_local(int fan, int fan_open)
 			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
 			continue;
 		}
-		pbd.local[pbd.nr_local] = makedev(maj, min);
-		pbd.chunks[pbd.nr_local++] = (struct pb_chunk){ makedev(maj, min), mount_chunk(mnt) };
+		pbd.chunks[pbd.nr_local] = mount_chunk(mnt);
+		pbd.local[pbd.nr_local++] = makedev(maj, min);
 		watch_opens(fan_open, mnt);
 		if (pb_verbose)
 			pb_note(mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB)",
 				type, maj, min,
-				(unsigned long long)pbd.chunks[pbd.nr_local - 1].chunk >> 10);
+				(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10);
 	}
-	pb_willneed_use_table(pbd.chunks, pbd.nr_local);
+	pb_willneed_use_table(pbd.local, pbd.chunks, pbd.nr_local);
 	free(buf);
 	fclose(fp);
 	return pbd.nr_local ? 0 : pb_error("/proc/self/mountinfo", "no local filesystem to watch");

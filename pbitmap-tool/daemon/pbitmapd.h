@@ -101,7 +101,7 @@ struct pbd_state {
 	const char *status_path;
 	dev_t local[MAX_LOCAL_FS];
 	/* their WILLNEED chunks, for the children (pb_willneed_use_table()) */
-	struct pb_chunk chunks[MAX_LOCAL_FS];
+	uint64_t chunks[MAX_LOCAL_FS];
 	size_t nr_local;
 	/* the open group's filesystems: a descriptor to open handles on */
 	struct { __kernel_fsid_t fsid; int fd; } fs[MAX_LOCAL_FS];
@@ -153,7 +153,7 @@ void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int 
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int after, int report_fd);
 
 /* main.c */
-void kid_started(pid_t pid, unsigned int seconds);
+void kid_started(pid_t pid, unsigned int seconds, pid_t serves);
 bool sysctl_on(int fd);	/* killed past seconds + 2 */
 
 /* learn.c: learning on a stock kernel */

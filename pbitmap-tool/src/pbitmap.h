@@ -804,18 +804,15 @@ int pb_willneed_range(int fd, uint64_t off, uint64_t len, uint64_t chunk);
  */
 uint64_t pb_willneed_chunk(dev_t dev);
 #define PB_WILLNEED_CHUNK_DEFAULT	(2 * 1024 * 1024)	/* the reach unknown: willneed.c */
-struct pb_chunk {
-	dev_t dev;		/* a filesystem's st_dev */
-	uint64_t chunk;		/* pb_willneed_chunk_of_device() of the device it reads from */
-};
 /* The chunk of block device @dev, from sysfs, now. */
 uint64_t pb_willneed_chunk_of_device(dev_t dev);
 /*
- * From now on pb_willneed_chunk() answers from @table (@len entries, kept
- * by the caller; others get the default) and never reads sysfs: pbitmapd,
- * whose children read in other users' roots.
+ * From now on pb_willneed_chunk() answers @chunks[i] for a file on
+ * @devs[i] (@len entries, kept by the caller; other devices get the
+ * default) and never reads sysfs: pbitmapd, whose children read in other
+ * users' roots.
  */
-void pb_willneed_use_table(const struct pb_chunk *table, size_t len);
+void pb_willneed_use_table(const dev_t *devs, const uint64_t *chunks, size_t len);
 /*
  * The number @name in the sysfs queue directory of block device
  * @maj:@min (a partition's: its disk's), or @dflt.

@@ -9,7 +9,6 @@
  */
 #include <endian.h>
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +66,7 @@ unsigned long long pb_queue_value(unsigned int maj, unsigned int min, const char
  * cut in windows goes out as more requests (in t-prefetch's chroot, 102
  * against 87 for a cold start).
  */
-static uint64_t chunk_from_sysfs(dev_t dev)
+uint64_t pb_willneed_chunk_of_device(dev_t dev)
 {
 	unsigned long long ra = 0, io = 0, page = (unsigned long long)sysconf(_SC_PAGESIZE);
 
@@ -88,34 +87,29 @@ static uint64_t chunk_from_sysfs(dev_t dev)
  * no sysfs is read after that.  Everybody else asks sysfs, once per device
  * in a row: a start-up's files mostly share one.
  */
-static const struct pb_chunk *chunk_table;
-static size_t chunk_table_len;
-static bool chunk_table_used;
+static const dev_t *table_devs;	/* NULL: no table, ask sysfs */
+static const uint64_t *table_chunks;
+static size_t table_len;
 static dev_t chunk_last_dev;
 static uint64_t chunk_last;
 
-void pb_willneed_use_table(const struct pb_chunk *table, size_t len)
+void pb_willneed_use_table(const dev_t *devs, const uint64_t *chunks, size_t len)
 {
-	chunk_table = table;
-	chunk_table_len = len;
-	chunk_table_used = true;
-}
-
-uint64_t pb_willneed_chunk_of_device(dev_t dev)
-{
-	return chunk_from_sysfs(dev);
+	table_devs = devs;
+	table_chunks = chunks;
+	table_len = len;
 }
 
 uint64_t pb_willneed_chunk(dev_t dev)
 {
-	if (chunk_table_used) {
-		for (size_t i = 0; i < chunk_table_len; i++)
-			if (chunk_table[i].dev == dev)
-				return chunk_table[i].chunk;
+	if (table_devs) {
+		for (size_t i = 0; i < table_len; i++)
+			if (table_devs[i] == dev)
+				return table_chunks[i];
 		return PB_WILLNEED_CHUNK_DEFAULT;
 	}
 	if (!chunk_last || dev != chunk_last_dev) {
-		chunk_last = chunk_from_sysfs(dev);
+		chunk_last = pb_willneed_chunk_of_device(dev);
 		chunk_last_dev = dev;
 	}
 	return chunk_last;
