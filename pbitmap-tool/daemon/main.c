@@ -309,17 +309,17 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 		 */
 		exec_kid = kid_serving(m->pid);
 		after = exec_kid ? (int)syscall(SYS_pidfd_open, exec_kid, 0) : -1;
-		if (after >= 0)
-			pbd.n.data_after_exec++;
 		child = fork();
 		if (child == 0)
 			data_child(fd, m->pid, after, report_fd);
 		if (after >= 0)
 			close(after);
-		if (child > 0)
+		if (child > 0) {
 			kid_started(child, CHILD_SECONDS, 0);
-		else
+			pbd.n.data_after_exec += after >= 0;
+		} else {
 			pbd.n.skip_failed++;
+		}
 	}
 	close(fd);
 }

@@ -1121,22 +1121,20 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 }
 
 /*
- * Submit run @r of the file open as @fd, within the budget: true if it
+ * Submit run @r of the file open as @fd, on device @dev (the plan's entry
+ * names it, and plan_open() checked that), within the budget: true if it
  * was.  A run that does not fit, or that the kernel refuses, ends the
  * file's reads (*@left, its runs still to come, 0).
  */
-static bool plan_read_run(const struct pb_plan_run *r, int fd, uint32_t *left,
+static bool plan_read_run(const struct pb_plan_run *r, int fd, dev_t dev, uint32_t *left,
 			  struct pb_exec_prefetch *p)
 {
-	struct stat st;
-
 	if (p->budget && p->bytes + r->length > p->budget) {
 		p->skip_budget++;	/* the rest of this file */
 		*left = 0;
 		return false;
 	}
-	if (fstat(fd, &st) ||
-	    pb_willneed_range(fd, r->offset, r->length, pb_willneed_chunk(st.st_dev))) {
+	if (pb_willneed_range(fd, r->offset, r->length, pb_willneed_chunk(dev))) {
 		*left = 0;
 		return false;
 	}
@@ -1201,7 +1199,8 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 			}
 		}
 		if (*fd >= 0)
-			sent = plan_read_run(r, *fd, &left[r->file], p);
+			sent = plan_read_run(r, *fd, le32toh(v->files[r->file].dev),
+					     &left[r->file], p);
 		if (!sent && (int64_t)r->file == p->exe_entry)
 			exe_whole = false;
 		if (*fd >= 0 && !left[r->file]) {
