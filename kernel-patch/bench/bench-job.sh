@@ -70,8 +70,8 @@
 #   pressure-daemon  daemon on a full machine (tree D's files evicted)
 #   daemon-gapN  daemon with its join gap N KiB (PBITMAP_DAEMON_JOIN_GAP_KB)
 #   daemon-probed, pressure-daemon-probed  daemon with the gap it takes from
-#            pbitmap-device-gap.service: the smaller of its default and
-#            the gap `pbitmap device-gap` measures on the bench disk
+#            pbitmap-device-gap.service: the gap `pbitmap device-gap`
+#            measures on the bench disk, or its default where that is -1
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the
@@ -365,9 +365,9 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	local n=${1#daemon-gap}
 	case $1 in
-	*daemon-probed)	# pbitmapd's rule: the measured gap where narrower than 256
+	*daemon-probed)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
-		[ "$probe_gap" -lt 0 ] || [ "$probe_gap" -ge 256 ] || n=$probe_gap ;;
+		[ "$probe_gap" -lt 0 ] || n=$probe_gap ;;
 	daemon-gap[0-9]*) ;;
 	*-hold | *-hold[0-9]*)
 		n=${1##*-hold}

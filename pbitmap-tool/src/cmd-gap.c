@@ -26,7 +26,7 @@
  * add, which a fixed gap does not.  With -q only that value is printed.
  * --set also records that value and the device's MAJ:MIN in
  * /run/pbitmap/device-gap, on every kernel: pbitmapd, on a stock kernel,
- * narrows its own join gap to it (daemon/config.c).  The device is the one
+ * takes it as its own join gap (daemon/config.c).  The device is the one
  * the path's filesystem reads from (blockdev.c: a btrfs's single device
  * too), as pbitmapd finds /usr's; a path on no single block device (a
  * btrfs on several, tmpfs, NFS) is an error, but --set only says so and

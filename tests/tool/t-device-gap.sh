@@ -97,8 +97,9 @@ expect_gap "32 $other_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
 grep -qF "measured on device $other_dev, not /usr's ($usr_dev): the default join gap" "$ERR" ||
 	fail "another device: $(cat "$ERR")"
 expect_gap "-1 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
-expect_gap "$((dflt + 4)) $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
-expect_gap "$dflt $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
+expect_gap "$((dflt + 4)) $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $((dflt + 4)) (measured at boot)"
+expect_gap "1024 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB 1024 (measured at boot)"
+expect_gap "$dflt $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (measured at boot)"
 expect_gap "44 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB 44 (measured at boot)"
 expect_gap "0 $usr_dev\n" "PBITMAP_DAEMON_JOIN_GAP_KB 0 (measured at boot)"
 # An explicit setting wins, wider or narrower.
@@ -116,7 +117,7 @@ expect_status 2 "$PBITMAPD" --print-config --check-enabled -c set.conf
 printf 'PBITMAP_DAEMON_JOIN_GAP_KB=x\n' >bad.conf
 expect_status 1 "$PBITMAPD" --print-config -c bad.conf
 grep -q "bad.conf: line 1: PBITMAP_DAEMON_JOIN_GAP_KB: 'x' is not a number" "$ERR" || fail "bad.conf: $(cat "$ERR")"
-pass "pbitmapd: absent, malformed, another device's, -1 and wider files leave the default ($dflt KiB); /usr's narrower one lowers it; a setting wins"
+pass "pbitmapd: absent, malformed, another device's and -1 files leave the default ($dflt KiB); /usr's narrower or wider one replaces it; a setting wins"
 
 # ---- device-gap --set ----------------------------------------------------------
 
