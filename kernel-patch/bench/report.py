@@ -104,12 +104,15 @@ DAEMON_PAIRS = ((DAEMON, BASELINE, "plan"), (PRESSURE_DAEMON, "pressure-off", "p
 
 
 def daemon_pairs(conditions) -> tuple:
-    """DAEMON_PAIRS, and the held execs' bounds the run has
-    (daemon-holdN, daemon-b-holdN: PBITMAP_DAEMON_HOLD_EXEC_MS=N)."""
+    """DAEMON_PAIRS, and the bounds of the held execs and fixed join
+    gaps the run has (daemon-holdN, daemon-b-holdN:
+    PBITMAP_DAEMON_HOLD_EXEC_MS=N; daemon-gapN: PBITMAP_DAEMON_JOIN_GAP_KB=N)."""
     held = tuple((c, BASELINE, "plan") for c in conditions
                  if c.startswith(("daemon-hold", "daemon-b-hold"))
                  and c.rsplit("-hold", 1)[1].isdigit())
-    return DAEMON_PAIRS + held
+    gaps = tuple((c, BASELINE, "plan") for c in conditions
+                 if c.startswith("daemon-gap") and c[len("daemon-gap"):].isdigit())
+    return DAEMON_PAIRS + held + gaps
 TARGET_DAEMON_CUT = 0.80
 REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes",
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")

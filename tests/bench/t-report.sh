@@ -8,7 +8,8 @@
 # workload (boxplots, and time against memory with its points checked);
 # the same CSV re-draws the same table and pictures; a CSV with a missing
 # column or a run whose output differed is refused with a clear message
-# and leaves the previous output untouched.
+# and leaves the previous output untouched; a daemon-gapN condition gets
+# its bound against off.
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
@@ -365,3 +366,27 @@ sed 's/^daemon,unstamped,1,1000,880.0,399,500$/daemon,unstamped,1,1000,880.0,x,5
 "$PYTHON" "$REPORT" synthetic.csv --exec-csv exec-bad.csv -o exec-bad.md 2>err && fail "first_insn_us 'x' was accepted"
 grep -q 'exec-bad.csv: line 7' err || fail "unclear error for first_insn_us 'x': $(cat err)"
 echo "ok: warm-exec table"
+
+# A fixed join gap of pbitmapd's (daemon-gapN) gets its row in the table of
+# the daemon's bound against off; a name that is not daemon-gap and digits
+# does not.
+"$PYTHON" - <<'PY' || fail "cannot write the gap CSV"
+import csv
+rows = [["python3", c, i + 1, "iops150", r, 2**20, 1, 4096, w, "", "", 1]
+        for c, reqs, walls in (("off", [80, 82, 84, 86, 88], [0.60, 0.70, 0.65, 0.62, 0.68]),
+                               ("daemon-gap512", [40, 41, 42, 43, 44], [0.30, 0.31, 0.32, 0.33, 0.34]),
+                               ("daemon-gapx", [40, 41, 42, 43, 44], [0.30, 0.31, 0.32, 0.33, 0.34]))
+        for i, (r, w) in enumerate(zip(reqs, walls))]
+with open("gap.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "floor_requests",
+                "physical_floor_requests", "output_ok"])
+    w.writerows(rows)
+PY
+"$PYTHON" "$REPORT" gap.csv -o gap.md 2>err || fail "report.py gap.csv: $(cat err)"
+row=$(sed -n '/^### pbitmapd against the kernel it runs on/,/^### /p' gap.md | grep -E '^\| +python3 +\| +daemon-gap512 ')
+[[ $row =~ \|\ +84\ /\ 42\ +\|\ +0\.50x\ .*PASS\ +\|$ ]] || fail "daemon-gap512's bound row: '$row'"
+sed -n '/^### pbitmapd against the kernel it runs on/,/^### /p' gap.md | grep -q 'daemon-gapx' &&
+	fail "daemon-gapx has a bound row"
+echo "ok: a daemon-gapN condition's bound against off"
