@@ -340,6 +340,13 @@ daemon_start() {	# CONF: settings beside the work directory
 daemon_counter() {	# NAME: sets VAL
 	proc_value $DAEMON_STATUS "$1"
 }
+daemon_cpu_ticks() {	# sets TICKS: the daemon's CPU, its reaped children's too
+	TICKS=0
+	[ -n "$DAEMON_PID" ] || return 0
+	local f
+	read -ra f </proc/$DAEMON_PID/stat
+	TICKS=$((f[13] + f[14] + f[15] + f[16]))	# utime stime cutime cstime
+}
 daemon_stop() {
 	[ -n "$DAEMON_PID" ] || return 0
 	kill "$DAEMON_PID" 2>/dev/null || true
@@ -659,13 +666,17 @@ series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
 	[ $series = 0 ] || vmstat_get "$1"
 }
 # What pbitmapd did for a run (daemon.txt): its counters that say whether
-# the exec was served, from a plan or per file, and what was skipped.
+# the exec was served, from a plan or per file, and what was skipped; and
+# cpu_ms, its CPU from the program's start to the end of the run's reads,
+# its children's included once it has reaped them (clock ticks: 10 ms).
 DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout"
-daemon_report() {	# LABEL
+daemon_report() {	# LABEL TICKS-AT-THE-START
 	local k line=$1
 	for k in $DAEMON_COUNTERS; do daemon_counter "$k"; line+=" $k=$VAL"; done
-	echo "$line" >>"$OUT/daemon.txt"
+	daemon_cpu_ticks
+	echo "$line cpu_ms=$(((TICKS - $2) * 1000 / CLK_TCK))" >>"$OUT/daemon.txt"
 }
+CLK_TCK=$(getconf CLK_TCK) || die "getconf CLK_TCK failed"
 cached_kb() {	# sets KB
 	proc_value /proc/meminfo Cached:
 	KB=$VAL
@@ -696,7 +707,7 @@ output_ok() {	# W ROOT: W.out, gcc's .s appended, is the reference output
 	[ "$(sha256sum <"$1.out")" = "${ref[$1]}" ]
 }
 one_run() {	# W C K
-	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 maj wall status line last='' ok
+	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status line last='' ok
 	local -a run
 	run_of "$w" "$c"
 	root=$ROOT run=("${RUN[@]}")
@@ -720,6 +731,7 @@ one_run() {	# W C K
 	# pbitmapd after the drop and the fill (they would have it read
 	# ahead the data files they open), its own files on the root disk
 	! is_daemon "$c" || daemon_start "$(daemon_conf "$c")"
+	daemon_cpu_ticks; d0=$TICKS
 	cached_kb; c0=$KB
 	series_counter pbitmap_prefetch; p0=$VAL
 	series_counter pbitmap_pages_submitted; q0=$VAL
@@ -738,7 +750,7 @@ one_run() {	# W C K
 	series_counter pbitmap_prefetch; p1=$VAL
 	series_counter pbitmap_pages_submitted; q1=$VAL
 	if is_daemon "$c"; then
-		daemon_report "$w $c $3"
+		daemon_report "$w $c $3" "$d0"
 		daemon_stop
 	fi
 	set_condition off
@@ -902,13 +914,6 @@ if [ "$EXEC_BENCH" = 1 ]; then
 	T=/sys/kernel/tracing
 	[ -e $T/events/raw_syscalls/sys_enter ] && [ -e $T/events/exceptions/page_fault_user ] ||
 		die "warm-exec: no raw_syscalls:sys_enter or exceptions:page_fault_user in $T"
-	daemon_cpu_ticks() {	# sets TICKS: the daemon's CPU, its reaped children's too
-		TICKS=0
-		[ -n "$DAEMON_PID" ] || return 0
-		local f
-		read -ra f </proc/$DAEMON_PID/stat
-		TICKS=$((f[13] + f[14] + f[15] + f[16]))	# utime stime cutime cstime
-	}
 	# program: sets FIRST_US, the median over TRACED_EXECS execs of the time
 	# from execve's entry (raw_syscalls:sys_enter, id 59) to the program's
 	# first instruction (the first instruction-fetch fault of that task
@@ -940,7 +945,7 @@ if [ "$EXEC_BENCH" = 1 ]; then
 		sleep 1		# the daemon reaps its children
 		daemon_cpu_ticks
 		t1=$TICKS
-		DAEMON_US=$(((t1 - t0) * 1000000 / $(getconf CLK_TCK) / TRACED_EXECS))
+		DAEMON_US=$(((t1 - t0) * 1000000 / CLK_TCK / TRACED_EXECS))
 		FIRST_US=$(awk '
 			{
 				pid = $1; sub(/.*-/, "", pid)	# comm-PID

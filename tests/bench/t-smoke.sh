@@ -137,8 +137,8 @@ grep -q '^### Where the cold starts wait' "$out/BENCH-table.md" || fail "no wait
 # run (prefetched counts the stamped files whose exec it served, python3
 # and ld.so, the interpreter the kernel opens for it; plans
 # those it served from a plan: python3's; the harness's own programs are
-# unstamped).
-served=$(grep -cE '^python3 daemon-b [0-9]+ .* prefetched=[1-9][0-9]* plans=[1-9]' "$out/latency/results/daemon.txt") ||
+# unstamped), and says what CPU that took (cpu_ms, the last field).
+served=$(grep -cE '^python3 daemon-b [0-9]+ .* prefetched=[1-9][0-9]* plans=[1-9].* cpu_ms=[0-9]+$' "$out/latency/results/daemon.txt") ||
 	fail "pbitmapd served no daemon-b run from its plan: $(cat "$out/latency/results/daemon.txt")"
 ((served == 2)) || fail "pbitmapd served $served of 2 daemon-b runs from the plan: $(cat "$out/latency/results/daemon.txt")"
 grep -q '^### pbitmapd against the kernel it runs on' "$out/BENCH-table.md" ||
