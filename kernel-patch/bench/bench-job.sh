@@ -344,8 +344,17 @@ daemon_cpu_ticks() {	# sets TICKS: the daemon's CPU, its reaped children's too
 	TICKS=0
 	[ -n "$DAEMON_PID" ] || return 0
 	local f
-	read -ra f </proc/$DAEMON_PID/stat
+	read -ra f </proc/$DAEMON_PID/stat 2>/dev/null ||
+		die "pbitmapd (pid $DAEMON_PID) is gone: $(tail -n 5 "$OUT/daemon.log")"
 	TICKS=$((f[13] + f[14] + f[15] + f[16]))	# utime stime cutime cstime
+}
+daemon_reaped() {	# waits up to 3 s for pbitmapd to have no child left
+	local i kids
+	for ((i = 0; i < 60; i++)); do
+		kids=$(cat /proc/$DAEMON_PID/task/*/children 2>/dev/null) || kids=
+		[ -n "${kids// /}" ] || return 0
+		sleep 0.05
+	done
 }
 daemon_stop() {
 	[ -n "$DAEMON_PID" ] || return 0
@@ -668,10 +677,12 @@ series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
 # What pbitmapd did for a run (daemon.txt): its counters that say whether
 # the exec was served, from a plan or per file, and what was skipped; and
 # cpu_ms, its CPU from the program's start to the end of the run's reads,
-# its children's included once it has reaped them (clock ticks: 10 ms).
+# its children's included (each waited for, at most 3 s: a data file's
+# child may wait up to 2 s for its exec's; clock ticks: 10 ms).
 DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout"
 daemon_report() {	# LABEL TICKS-AT-THE-START
 	local k line=$1
+	daemon_reaped
 	for k in $DAEMON_COUNTERS; do daemon_counter "$k"; line+=" $k=$VAL"; done
 	daemon_cpu_ticks
 	echo "$line cpu_ms=$(((TICKS - $2) * 1000 / CLK_TCK))" >>"$OUT/daemon.txt"

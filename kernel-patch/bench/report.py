@@ -566,8 +566,9 @@ class Report:
         the same boot ran it), after a drop and, with `pressure-daemon`, on a
         full machine: medians of read requests and wall time, the request
         cut (1 - daemon / off) and, beside `plan`'s, its share of the
-        kernel's (at least TARGET_DAEMON_CUT), and the wall-time bound of
-        daemon - off as in targets_table() (Bonferroni over the rows)."""
+        kernel's (at least TARGET_DAEMON_CUT), the page cache it grew by
+        against off's (what a wide join gap costs), and the wall-time bound
+        of daemon - off as in targets_table() (Bonferroni over the rows)."""
         rows_in = [(w, d, o, k) for d, o, k in daemon_pairs(self.conditions) for w in self.workloads
                    if (disk, w, d) in self.cells and (disk, w, o) in self.cells]
         if not rows_in:
@@ -578,16 +579,18 @@ class Report:
             med = {c: self.summary(disk, w, c, "read_requests").median
                    for c in (d, o, k) if (disk, w, c) in self.cells}
             share = cut_share(med[d], med[o], med[o], med[k]) if k in med else "-"
+            cache = [self.summary(disk, w, c, "cache_growth_kb").median for c in (d, o)]
             rows.append([w, d, f"{len(self.cells[(disk, w, d)])}",
                          " / ".join(fmt(med[c], 0) for c in (o, d, k) if c in med),
                          fmt_ratio(med[d], med[o]),
-                         fmt_ratio(med[k], med[o]) if k in med else "-", share]
+                         fmt_ratio(med[k], med[o]) if k in med else "-", share,
+                         fmt_ratio(cache[0], cache[1])]
                         + not_slower_cells(self.values(disk, w, o, "wall_s"),
                                            self.values(disk, w, d, "wall_s"), level))
         return md_table(["workload", "condition", "runs", "read req off / daemon [/ plan]",
                          "req daemon / off", "req plan / off",
                          f"daemon's cut / plan's (>= {TARGET_DAEMON_CUT:.2f})",
-                         "wall s off / daemon", "daemon - off s (upper bound)",
+                         "cache daemon / off", "wall s off / daemon", "daemon - off s (upper bound)",
                          f"bound / off (<= +{TARGET_SLOWER:.0%})"], rows)
 
     def unthrottled_table(self, disk=UNTHROTTLED) -> str:

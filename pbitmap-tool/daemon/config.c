@@ -221,7 +221,8 @@ int config_load(const char *path)
 
 /*
  * The gap recorded at boot (pbitmap.h, PB_DEVICE_GAP_FILE): "KIB MAJ:MIN\n",
- * KIB -1 or 0 to 65536, nothing else.  Returns true and fills @kb, @dev
+ * KIB -1 or 0 to PB_DEVICE_GAP_WIDEST_KB (what device-gap writes), nothing
+ * else.  Returns true and fills @kb, @dev
  * when the file is well-formed; false when it is absent (silently) or not
  * (a warning).
  */
@@ -250,7 +251,7 @@ static bool recorded_gap(const char *path, long long *kb, dev_t *dev)
 	} else if (*p >= '0' && *p <= '9') {
 		errno = 0;
 		*kb = strtoll(p, &end, 10);
-		if (errno || *end != ' ' || *kb > 65536)
+		if (errno || *end != ' ' || *kb > PB_DEVICE_GAP_WIDEST_KB)
 			goto bad;
 		p = end + 1;
 	} else {
@@ -278,12 +279,14 @@ bad:
  * (pbitmap-device-gap.service).  A disk that charges bytes (a cloud
  * volume) pays for every gap byte read: on the benchmark's model of one a
  * request was worth 28-80 KiB, against the default's 256.  A disk that
- * charges requests and not bytes measures 1024 (device-gap's widest), and
- * there the wider gap pays on both Debian kernels once no chunk of a long
- * range is dropped (willneed.c): on the 150-IOPS disk, against 256, the
- * git pack 163 read requests against 206 on 6.12 and 172 against 203 on
- * 7.3, python3 97 against 102 on 6.12, gdb 266 against 292 and emacs 333
- * against 351 on 7.3; the other three within their spread
+ * charges requests and not bytes measures 1024 (device-gap's widest).
+ * There, against 256, on the 150-IOPS disk with no chunk of a long range
+ * dropped (willneed.c), read requests: the git pack 163 against 206 on
+ * 6.12 and 172 against 203 on 7.3, python3 97 against 102 on 6.12, gdb
+ * 266 against 292 and emacs 333 against 351 on 7.3; 3-5% more for gdb and
+ * emacs on 6.12 and python3 on 7.3, their times within each other's
+ * spread.  The price is page cache: 1.3-3x what 256 fills (the pack on
+ * 6.12 62 MiB against 21), as the kernel's own wide gap costs
  * (docs/bench/2026-11-30-wide-gap-daemon.md).  -1 (a request costs about
  * what the kernel's own model says), a file for another device, or none:
  * the default.

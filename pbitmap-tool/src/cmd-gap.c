@@ -63,7 +63,7 @@
  * KiB read the pack nearly whole and gave 0.960 s
  * (docs/bench/2026-11-30-wide-gap.md).
  */
-#define WIDEST_KB	1024
+#define WIDEST_KB	PB_DEVICE_GAP_WIDEST_KB
 #define MIN_READS	16	/* per size, whatever the time */
 #define MAX_READS	4096
 #define MAX_DEPTH	64

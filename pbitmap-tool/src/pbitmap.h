@@ -759,6 +759,12 @@ int pb_cmd_device_gap(int argc, char **argv);
  */
 #define PB_RUN_DIR		"/run/pbitmap"
 #define PB_DEVICE_GAP_FILE	"device-gap"
+/*
+ * The widest gap device-gap writes, where a request costs more than twice
+ * the kernel's model (cmd-gap.c says why 1024); pbitmapd refuses a wider
+ * value in the file as one device-gap never wrote.
+ */
+#define PB_DEVICE_GAP_WIDEST_KB	1024
 static inline const char *pb_run_dir(void)
 {
 	const char *dir = getenv("PBITMAP_RUNDIR");

@@ -4,11 +4,12 @@
 # t-device-gap-set measure real disks and the patched kernel's sysctl).
 #
 #   - pbitmapd --print-config (ASan build), PBITMAP_RUNDIR pointing at a
-#     directory of the test's: no file, a malformed one (each kind below),
-#     one for another device than /usr's, one saying -1, and one wider than
-#     the default leave PBITMAP_DAEMON_JOIN_GAP_KB at its default, reported
-#     "(default)", a malformed one with a warning naming the file; a valid
-#     one for /usr's device, narrower, lowers it, "(measured at boot)";
+#     directory of the test's: no file, a malformed one (each kind below,
+#     a gap wider than device-gap writes too), one for another device than
+#     /usr's and one saying -1 leave PBITMAP_DAEMON_JOIN_GAP_KB at its
+#     default, reported "(default)", a malformed one with a warning naming
+#     the file; a valid one for /usr's device, narrower or wider than the
+#     default, replaces it, "(measured at boot)";
 #     PBITMAP_DAEMON_JOIN_GAP_KB in the settings wins over it, "(setting)";
 #     the other settings print with "(default)" or "(setting)".
 #   - pbitmap device-gap --set on a loop device (a file of the test's, with
@@ -89,7 +90,7 @@ expect_gap() {	# CONTENT-OR-"absent" LINE [WARNING]
 malformed="malformed (not one line 'KIB MAJ:MIN'); using the default join gap"
 expect_gap absent "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
 for bad in '' '\n' '32\n' "32 $usr_dev" "32  $usr_dev\n" "32 $usr_dev\n\n" "32 $usr_dev x\n" \
-	   "-2 $usr_dev\n" "+32 $usr_dev\n" "0x20 $usr_dev\n" "65537 $usr_dev\n" "32 ${usr_dev%:*}\n" \
+	   "-2 $usr_dev\n" "+32 $usr_dev\n" "0x20 $usr_dev\n" "1028 $usr_dev\n" "65537 $usr_dev\n" "32 ${usr_dev%:*}\n" \
 	   "32 ${usr_dev%:*}:\n" "32 :${usr_dev#*:}\n" "32 $usr_dev\n33 $usr_dev\n" "junk\n"; do
 	expect_gap "$bad" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)" "$malformed"
 done
