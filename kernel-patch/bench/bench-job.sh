@@ -679,7 +679,7 @@ series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
 # cpu_ms, its CPU from the program's start to the end of the run's reads,
 # its children's included (each waited for, at most 3 s: a data file's
 # child may wait up to 2 s for its exec's; clock ticks: 10 ms).
-DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout"
+DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout exec_cpu_us open_cpu_us child_cpu_us"
 daemon_report() {	# LABEL TICKS-AT-THE-START
 	local k line=$1
 	daemon_reaped

@@ -33,7 +33,10 @@
 #     may once it has the user's credentials): killed at once, not held
 #     until its deadline (no child left after 2 s, killed_stopped counts
 #     it), and the next exec is read ahead.
-#   - printed: the daemon's CPU time per exec, unstamped and stamped.
+#   - the daemon's CPU counters: exec_cpu_us grows with 200 unstamped
+#     execs, by no more than the daemon's CPU in /proc; open_cpu_us with
+#     600 opens.  Printed: the CPU per exec (unstamped and stamped) and per
+#     event of each kind.
 set -euo pipefail
 W=/var/tmp/t-daemon
 source "$(dirname "$0")/daemonlib.sh"
@@ -207,16 +210,31 @@ echo "data file: opened by nobody and not read, its marked pages were read ahead
 for i in $(seq 20); do cp --preserve=xattr prog "prog.$i"; done	# 20 files: none "recent"
 cpu() { awk '{ print $14 + $15 + $16 + $17 }' "/proc/$DPID/stat"; }	# ticks, reaped children included
 e0=$(counter execs) u0=$(counter unstamped) f0=$(counter prefetched) c0=$(cpu)
+x0=$(counter exec_cpu_us)
 for _ in $(seq 200); do /bin/true; done
 idle $((e0 + 200))
 c1=$(cpu)
+x1=$(counter exec_cpu_us)
 [ $(($(counter unstamped) - u0)) -ge 200 ] && [ "$(counter prefetched)" = "$f0" ] ||
 	fail "200 unstamped execs: unstamped +$(($(counter unstamped) - u0)), prefetched +$(($(counter prefetched) - f0))"
+hz=$(getconf CLK_TCK)
+# exec_cpu_us: the daemon's own CPU on exec events, some, and no more than
+# all its CPU meanwhile (/proc, in ticks: two ticks of slack)
+[ $((x1 - x0)) -gt 0 ] && [ $((x1 - x0)) -le $(((c1 - c0 + 2) * 1000000 / hz)) ] ||
+	fail "exec_cpu_us +$((x1 - x0)) for 200 execs, against $(((c1 - c0) * 1000000 / hz)) us of the daemon's CPU"
+# open_cpu_us: the same for open events (cat opens its file, ld.so's cache, libc)
+o0=$(counter opens) y0=$(counter open_cpu_us)
+for _ in $(seq 200); do cat prog.1 >/dev/null; done
+for _ in $(seq 100); do [ "$(counter opens)" -ge $((o0 + 600)) ] && break; sleep 0.1; done
+o1=$(counter opens) y1=$(counter open_cpu_us)
+[ $((o1 - o0)) -ge 600 ] && [ $((y1 - y0)) -gt 0 ] ||
+	fail "200 cats: opens +$((o1 - o0)) (at least 600), open_cpu_us +$((y1 - y0))"
+echo "cost by event: $(((x1 - x0) / 200)) us of daemon CPU per unstamped exec event," \
+	"$(((y1 - y0) / (o1 - o0))) us per open event (its own CPU, children apart; TCG)"
 e0=$(counter execs) f0=$(counter prefetched)
 for i in $(seq 20); do "./prog.$i" >/dev/null; done
 idle $((e0 + 20))
 c2=$(cpu)
-hz=$(getconf CLK_TCK)
 echo "cost: $(((c1 - c0) * 1000000 / hz / 200)) us of daemon CPU per unstamped exec," \
 	"$(((c2 - c1) * 1000 / hz / 20)) ms per stamped exec ($(($(counter prefetched) - f0)) of 20 read ahead; TCG)"
 [ $(($(counter prefetched) - f0)) -ge 18 ] || fail "only $(($(counter prefetched) - f0)) of 20 stamped execs read ahead"

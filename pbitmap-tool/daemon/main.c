@@ -324,13 +324,25 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 	close(fd);
 }
 
+/* The daemon's own CPU time so far (its thread: children are not in it). */
+static uint64_t thread_cpu_us(void)
+{
+	struct timespec ts;
+
+	if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts))
+		return 0;
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
 /*
- * Read what @fan has, through @handle.  Events of a group that reports
+ * Read what @fan has, through @handle, adding the CPU time it took to
+ * *@cpu_us (one clock read per batch of events, not per event).  Events of a group that reports
  * file handles are 4-byte aligned in the buffer: each is copied to an
  * aligned place before its 8-byte fields are read.
  */
 static void read_events(int fan, int report_fd,
-			void (*handle)(const struct fanotify_event_metadata *, int, time_t))
+			void (*handle)(const struct fanotify_event_metadata *, int, time_t),
+			uint64_t *cpu_us)
 {
 	static char buf[8192];
 	static union {
@@ -338,6 +350,7 @@ static void read_events(int fan, int report_fd,
 		char bytes[sizeof(buf)];
 	} ev;
 	time_t now = (time_t)(now_ms() / 1000);	/* monotonic: a clock step changes nothing */
+	uint64_t cpu0 = thread_cpu_us();
 	ssize_t n = read(fan, buf, sizeof(buf));
 
 	for (size_t off = 0; n > 0 && off + FAN_EVENT_METADATA_LEN <= (size_t)n;) {
@@ -354,6 +367,7 @@ static void read_events(int fan, int report_fd,
 		}
 		off += ev.m.event_len;
 	}
+	*cpu_us += thread_cpu_us() - cpu0;
 }
 
 /* A learning run's writer: its counters. */
@@ -413,11 +427,23 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
 	COUNTER(held), COUNTER(held_timeout),
+	COUNTER(exec_cpu_us), COUNTER(open_cpu_us), COUNTER(child_cpu_us),
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
 	COUNTER(learn_lost), COUNTER(learn_events_lost),
 };
+
+/* The CPU time of the daemon's children it has reaped (readers, writers). */
+static uint64_t children_cpu_us(void)
+{
+	struct rusage ru;
+
+	if (getrusage(RUSAGE_CHILDREN, &ru))
+		return 0;
+	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
+	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+}
 
 /*
  * The counters, replaced whole: a reader never sees half of them.  Root's
@@ -431,6 +457,7 @@ static void write_status(void)
 
 	if (!fp)
 		return;
+	pbd.n.child_cpu_us = children_cpu_us();
 	fprintf(fp, "pid %d\npending %u\nlearning %d\nfault_around %d\n", (int)getpid(),
 		pbd.children, pbd.learning, pbd.fault_around);
 	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {
@@ -547,9 +574,9 @@ static int serve(int fan, int fan_open)
 			learn_events();
 		learn_tick();
 		if (pfd[0].revents & POLLIN)
-			read_events(fan, pipefd[1], handle_event);
+			read_events(fan, pipefd[1], handle_event, &pbd.n.exec_cpu_us);
 		if (pfd[1].revents & POLLIN)
-			read_events(fan_open, pipefd[1], handle_open);
+			read_events(fan_open, pipefd[1], handle_open, &pbd.n.open_cpu_us);
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 				hold_tick(fan, true);

@@ -75,6 +75,8 @@ struct counters {
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
 	uint64_t held, held_timeout;	/* hold.c */
+	/* CPU in microseconds: the daemon's on exec and on open events, its reaped children's */
+	uint64_t exec_cpu_us, open_cpu_us, child_cpu_us;
 	/* learning (learn.c) */
 	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
 	uint64_t learn_skip_recent, learn_skip_policy, learn_skip_changed, learn_skip_failed;
