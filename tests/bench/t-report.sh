@@ -16,28 +16,36 @@ source "$(dirname "$0")/benchlib.sh"
 REPORT=$BENCH_DIR/report.py
 cd "$WORK" || fail "cd $WORK"
 
-# SYNTHETIC data, chosen so that every expected figure is known by hand:
-# gcc, 6 runs of off/slurp/full/warm with a request floor of 125; python3,
-# 5 runs of off/full without a floor.  All on one disk model, "iops150".
-"$PYTHON" - <<'EOF' || fail "cannot write the synthetic CSV"
+# synth.py: a SYNTHETIC results CSV's rows (add()) and the CSV written
+# (write()), for synthetic.csv and gap.csv below.
+cat >synth.py <<'EOF'
 import csv
 rows = []
 def add(wl, cond, reqs, walls, cache_kb, floor, ok=1):
     for i, (r, w) in enumerate(zip(reqs, walls), start=1):
         rows.append([wl, cond, i, "iops150", r, 32 * 2**20, r + 5, cache_kb, w, floor,
                      80 if floor else "", ok])
+def write(path):
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f, lineterminator="\n")
+        w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                    "major_faults", "cache_growth_kb", "wall_s", "floor_requests",
+                    "physical_floor_requests", "output_ok"])
+        w.writerows(rows)
+EOF
+
+# SYNTHETIC data, chosen so that every expected figure is known by hand:
+# gcc, 6 runs of off/slurp/full/warm with a request floor of 125; python3,
+# 5 runs of off/full without a floor.  All on one disk model, "iops150".
+"$PYTHON" - <<'EOF' || fail "cannot write the synthetic CSV"
+from synth import add, write
 add("gcc", "off",   [300, 310, 320, 330, 340, 350], [2.0, 2.1, 2.2, 2.3, 2.4, 2.5], 40960, 125)
 add("gcc", "slurp", [60, 70, 70, 70, 80, 90], [1.5, 1.6, 1.6, 1.7, 1.8, 1.9], 51200, 125)
 add("gcc", "full",  [150, 155, 160, 165, 170, 175], [2.2, 2.25, 2.3, 2.35, 2.4, 2.45], 30720, 125)
 add("gcc", "warm",  [0, 0, 1, 0, 2, 0], [0.5, 0.5, 0.5, 0.6, 0.6, 0.6], 0, 125)
 add("python3", "off",  [80, 82, 84, 86, 88], [0.60, 0.70, 0.65, 0.62, 0.68], 8192, "")
 add("python3", "full", [40, 41, 42, 43, 44], [0.61, 0.66, 0.59, 0.64, 0.63], 4096, "")
-with open("synthetic.csv", "w", newline="") as f:
-    w = csv.writer(f, lineterminator="\n")
-    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
-                "major_faults", "cache_growth_kb", "wall_s", "floor_requests",
-                "physical_floor_requests", "output_ok"])
-    w.writerows(rows)
+write("synthetic.csv")
 EOF
 
 mkdir plots
@@ -371,19 +379,11 @@ echo "ok: warm-exec table"
 # the daemon's bound against off, with its page cache against off's; a name
 # that is not daemon-gap and digits does not.
 "$PYTHON" - <<'PY' || fail "cannot write the gap CSV"
-import csv
-rows = [["python3", c, i + 1, "iops150", r, 2**20, 1, kb, w, "", "", 1]
-        for c, kb, reqs, walls in (
-            ("off", 4096, [80, 82, 84, 86, 88], [0.60, 0.70, 0.65, 0.62, 0.68]),
-            ("daemon-gap512", 10240, [40, 41, 42, 43, 44], [0.30, 0.31, 0.32, 0.33, 0.34]),
-            ("daemon-gapx", 10240, [40, 41, 42, 43, 44], [0.30, 0.31, 0.32, 0.33, 0.34]))
-        for i, (r, w) in enumerate(zip(reqs, walls))]
-with open("gap.csv", "w", newline="") as f:
-    w = csv.writer(f, lineterminator="\n")
-    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
-                "major_faults", "cache_growth_kb", "wall_s", "floor_requests",
-                "physical_floor_requests", "output_ok"])
-    w.writerows(rows)
+from synth import add, write
+add("python3", "off", [80, 82, 84, 86, 88], [0.60, 0.70, 0.65, 0.62, 0.68], 4096, "")
+add("python3", "daemon-gap512", [40, 41, 42, 43, 44], [0.30, 0.31, 0.32, 0.33, 0.34], 10240, "")
+add("python3", "daemon-gapx", [40, 41, 42, 43, 44], [0.30, 0.31, 0.32, 0.33, 0.34], 10240, "")
+write("gap.csv")
 PY
 "$PYTHON" "$REPORT" gap.csv -o gap.md 2>err || fail "report.py gap.csv: $(cat err)"
 row=$(sed -n '/^### pbitmapd against the kernel it runs on/,/^### /p' gap.md | grep -E '^\| +python3 +\| +daemon-gap512 ')
