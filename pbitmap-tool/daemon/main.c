@@ -316,7 +316,8 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 			close(after);
 		if (child > 0) {
 			kid_started(child, CHILD_SECONDS, 0);
-			pbd.n.data_after_exec += after >= 0;
+			if (after >= 0)
+				pbd.n.data_after_exec++;
 		} else {
 			pbd.n.skip_failed++;
 		}
