@@ -30,7 +30,11 @@ in Andi Kleen's 2008 talk, with the talk's figures beside ours; when the CSV
 has `pressure` and `pressure-off`, a table of what pbitmap saves on a full
 machine (pressure / pressure-off) beside what it saves after a drop
 (full / off), and with `pressure-plan` the same for start-up plans
-(pressure-plan / pressure-off beside plan / off).
+(pressure-plan / pressure-off beside plan / off); with `plan-probed` or
+`plan`, issue 46's targets: the plan a user gets not slower than `off`,
+`full` and `slurp` after a drop and than `pressure-off` and `pressure` on a
+full machine, its requests over the physical floor and (--waits-csv) its
+coverage.
 
 --exec-csv EXEC.csv adds the warm-exec microbenchmark: rows of
   pbitmap (off|on|daemon), program (stamped|unstamped), repeat, execs,
@@ -186,6 +190,16 @@ WAIT_COLUMNS = ("workload", "condition", "disk", "used_pages", "misses", "inflig
                 "wait_other_ms", "skipped_probes", "output_ok", "miss_files")
 TARGET_COVERAGE = 0.95
 TARGET_COVERAGE_WORKLOADS = ("gdb", "emacs")
+# Issue 46's targets for the plan a user gets: `plan-probed` (the join gap
+# pbitmap-device-gap.service measures at boot) where the run has it, else
+# `plan`; after a drop not slower than `off`, `full` and `slurp` (not run on
+# the unthrottled disk), on a full machine not slower than `pressure-off`
+# and `pressure` (`full` there); read requests at most TARGET_FLOOR x the
+# physical floor for TARGET_REQUEST_WORKLOADS; coverage (waits.csv) at least
+# TARGET_COVERAGE for every workload.
+ORDER_STATES = (("plan-probed", "plan"), (("off", BASELINE), ("full", "full"), ("slurp", "slurp"))), \
+    (("pressure-plan-probed", "pressure-plan"), (("off", "pressure-off"), ("full", "pressure")))
+TARGET_FLOOR = 2.5
 
 
 class CsvError(Exception):
@@ -612,6 +626,47 @@ class Report:
                          "plan - off s (upper bound)",
                          f"bound / off (<= +{TARGET_SLOWER:.0%})"], rows)
 
+    def order_targets_table(self, disk, waits=None) -> str:
+        """Issue 46's targets on `disk` (ORDER_STATES): one row per workload
+        and state (after a drop, on a full machine) with a plan condition,
+        the wall-time bound of plan - baseline against each baseline the
+        run has (as in targets_table(), Bonferroni over every bound in this
+        disk's table), requests over the physical floor and, from waits.csv,
+        coverage."""
+        rows_in = []
+        for w in self.workloads:
+            for plans, bases in ORDER_STATES:
+                plan = next((c for c in plans if (disk, w, c) in self.cells), None)
+                have = [(label, c) for label, c in bases if (disk, w, c) in self.cells
+                        and not (c == "slurp" and disk == UNTHROTTLED)]
+                if plan and have:
+                    rows_in.append((w, plan, dict(have)))
+        if not rows_in:
+            return ""
+        level = 1 - 2 * stats.ALPHA / sum(len(have) for _, _, have in rows_in)
+        rows = []
+        for w, plan, have in rows_in:
+            wall = self.values(disk, w, plan, "wall_s")
+            cells = [not_slower_cells(self.values(disk, w, have[label], "wall_s"), wall, level)[2]
+                     if label in have else "-" for label, _ in ORDER_STATES[0][1]]
+            medians = " / ".join(fmt(self.summary(disk, w, have[label], "wall_s").median, 2)
+                                 if label in have else "-" for label, _ in ORDER_STATES[0][1])
+            ratios = [r["read_requests"] / r[PHYS_FLOOR] for r in self.cells[(disk, w, plan)]
+                      if r[PHYS_FLOOR]]
+            floor = f"{stats.median_iqr(ratios).median:.2f}x" if ratios else "-"
+            if ratios and w in TARGET_REQUEST_WORKLOADS:
+                floor += " PASS" if stats.median_iqr(ratios).median <= TARGET_FLOOR else " FAIL"
+            cov = [1 - r["misses"] / r["used_pages"] for r in waits or ()
+                   if (r["disk"], r["workload"], r["condition"]) == (disk, w, plan) and r["used_pages"]]
+            cover = (f"{cov[0]:.1%} " + ("PASS" if cov[0] >= TARGET_COVERAGE else "FAIL")) if cov else "-"
+            rows.append([w, plan, str(len(wall)), f"{medians} / {fmt(stats.median_iqr(wall).median, 2)}"]
+                        + cells + [floor, cover])
+        return md_table(["workload", "condition", "runs", "wall s off / full / slurp / plan"]
+                        + [f"bound / {label} (<= +{TARGET_SLOWER:.0%})" for label, _ in ORDER_STATES[0][1]]
+                        + [f"req / physical floor (<= {TARGET_FLOOR}x for "
+                           + ", ".join(TARGET_REQUEST_WORKLOADS) + ")",
+                           f"coverage (>= {TARGET_COVERAGE:.0%})"], rows)
+
     def markdown(self, exec_runs=None, not_slower=None, waits=None) -> str:
         out = io.StringIO()
         w = out.write
@@ -666,6 +721,23 @@ class Report:
               "(one-sided, Bonferroni over the k workloads), which must be at most "
               f"+{TARGET_SLOWER:.0%} of `{BASELINE}`'s median. Whether the runs were enough "
               "to show it: `power.py` on the same CSV.\n\n" + unthrottled + "\n")
+        order = [(disk, self.order_targets_table(disk, waits)) for disk in self.disks]
+        if any(table for _, table in order):
+            w("\n### Issue 46's targets: the plan a user gets against `off`, `full` and `slurp`\n\n"
+              "The plan condition is `plan-probed` (the join gap the boot service measures) where "
+              "the run has it, else `plan`; on a full machine `pressure-plan-probed` or "
+              "`pressure-plan`, against `pressure-off` (its `off`) and `pressure` (its `full`). "
+              "Wall time: medians, and for each baseline the upper end of the Hodges-Lehmann "
+              "shift plan - baseline at level 1 - 2 alpha / k (one-sided, Bonferroni over the "
+              f"k bounds of the disk's table), at most +{TARGET_SLOWER:.0%} of the baseline's "
+              f"median; `slurp` is no target on disk {UNTHROTTLED}. Read requests over the "
+              "physical floor (ceil of the bytes used / 256 KiB; medians of the runs' ratios), at "
+              f"most {TARGET_FLOOR}x for " + " and ".join(TARGET_REQUEST_WORKLOADS) + "; coverage "
+              "from the run under `stap/waits.stp` (as in the waits table), at least "
+              f"{TARGET_COVERAGE:.0%}.\n")
+            for disk, table in order:
+                if table:
+                    w(f"\n{disk}:\n\n{table}\n")
         daemon = [(disk, self.daemon_table(disk)) for disk in self.disks]
         if any(table for _, table in daemon):
             w("\n### pbitmapd against the kernel it runs on\n\n"

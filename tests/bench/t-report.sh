@@ -9,7 +9,8 @@
 # the same CSV re-draws the same table and pictures; a CSV with a missing
 # column or a run whose output differed is refused with a clear message
 # and leaves the previous output untouched; a daemon-gapN condition gets
-# its bound against off.
+# its bound against off; issue 46's targets for plan-probed after a drop
+# and on a full machine, without slurp on the unthrottled disk.
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
@@ -292,12 +293,12 @@ with open("unthrottled.csv", "w", newline="") as f:
             w.writerow([wl, cond, run + 1, disk, 100, 2**20, 1, 1000, wall + (run - 19.5) / 100, 1])
 EOF2
 "$PYTHON" "$REPORT" unthrottled.csv -o unthrottled.md 2>err || fail "report.py on unthrottled.csv: $(cat err)"
-sed -n '/^### Issue 25.s target on the unthrottled/,/^###  *Beside/p' unthrottled.md
+sed -n '/^### Issue 25.s target on the unthrottled/,/^### \(Issue 46\|Beside\)/p' unthrottled.md
 grep -qE '^\| gdb +\| +40 / 40 +\| +2\.00 / 1\.60 +\| +-0\.400 \(<= -0\.3[0-9]+, normal approx\.\) +\| +-1[0-9]\.[0-9]% PASS +\|$' unthrottled.md ||
 	fail "gdb's unthrottled row: $(grep -E '^\| gdb +\| +40' unthrottled.md)"
 grep -qE '^\| python3 +\| +40 / 40 +\| +1\.00 / 1\.20 +\| +\+0\.200 \(<= \+0\.2[0-9]+, normal approx\.\) +\| +\+2[0-9]\.[0-9]% FAIL +\|$' unthrottled.md ||
 	fail "python3's unthrottled row: $(grep -E '^\| python3 +\| +40' unthrottled.md)"
-sed -n '/^### Issue 25.s target on the unthrottled/,/^###  *Beside/p' unthrottled.md | grep -q '^| emacs' &&
+sed -n '/^### Issue 25.s target on the unthrottled/,/^### \(Issue 46\|Beside\)/p' unthrottled.md | grep -q '^| emacs' &&
 	fail "the unthrottled table has a row of disk ebs"
 grep -q '^6 of the 6 comparisons have samples too large for the exact distribution' unthrottled.md ||
 	fail "the normal approximation not said: $(grep -i 'approximation' unthrottled.md)"
@@ -392,3 +393,41 @@ row=$(sed -n '/^### pbitmapd against the kernel it runs on/,/^### /p' gap.md | g
 sed -n '/^### pbitmapd against the kernel it runs on/,/^### /p' gap.md | grep -q 'daemon-gapx' &&
 	fail "daemon-gapx has a bound row"
 echo "ok: a daemon-gapN condition's bound against off"
+
+# Issue 46's targets (SYNTHETIC, 6 runs each): gdb's plan-probed on iops150
+# is faster than off, full and slurp after a drop; on a full machine faster
+# than pressure-off but 20% slower than pressure (its full); 2.00x the
+# physical floor; coverage 94.0% from waits.csv.  On the unthrottled disk
+# slurp is no target ("-") even where it ran.  A CSV with neither plan nor
+# plan-probed has no such section.
+"$PYTHON" - <<'EOF2' || fail "cannot write the order CSV"
+import csv
+with open("order.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "physical_floor_requests", "output_ok"])
+    cells = {("iops150", "off"): (400, 2.0), ("iops150", "full"): (300, 1.4),
+             ("iops150", "slurp"): (300, 1.0), ("iops150", "plan-probed"): (200, 0.5),
+             ("iops150", "pressure-off"): (400, 3.0), ("iops150", "pressure"): (300, 1.0),
+             ("iops150", "pressure-plan-probed"): (200, 1.2),
+             ("none", "off"): (400, 1.0), ("none", "slurp"): (300, 0.5),
+             ("none", "plan-probed"): (200, 0.9)}
+    for (disk, cond), (reqs, wall) in cells.items():
+        for run, d in enumerate((-0.02, -0.01, 0, 0.01, 0.02, 0.03), start=1):
+            w.writerow(["gdb", cond, run, disk, reqs, 2**20, 1, 1000, wall + d, 100, 1])
+EOF2
+{
+	head -n 1 waits.csv
+	echo "gdb,plan-probed,0,iops150,1000,60,300,5,100,800,40,30,10,50,0,5,6,1,0,2000,0,true,gdb:60"
+} >order-waits.csv
+"$PYTHON" "$REPORT" order.csv --waits-csv order-waits.csv -o order.md 2>err || fail "report.py on order.csv: $(cat err)"
+sed -n "/^### Issue 46's targets/,/^### [^I]/p" order.md
+section=$(sed -n "/^### Issue 46's targets/,/^### [^I]/p" order.md)
+grep -qE '^\| gdb +\| plan-probed +\| +6 +\| +2\.00 / 1\.40 / 1\.00 / 0\.5[01] +\| +-[0-9.]+% PASS +\| +-[0-9.]+% PASS +\| +-[0-9.]+% PASS +\| +2\.00x PASS +\| +94\.0% FAIL +\|$' <<<"$section" ||
+	fail "gdb's row after a drop: $(grep -E '^\| gdb +\| plan-probed' <<<"$section")"
+grep -qE '^\| gdb +\| pressure-plan-probed +\| +6 +\| +3\.00 / 1\.00 / - / 1\.2[01] +\| +-[0-9.]+% PASS +\| +\+2[0-9]\.[0-9]% FAIL +\| +- +\| +2\.00x PASS +\| +- +\|$' <<<"$section" ||
+	fail "gdb's row on a full machine: $(grep -E '^\| gdb +\| pressure-plan-probed' <<<"$section")"
+grep -qE '^\| gdb +\| plan-probed +\| +6 +\| +1\.00 / - / - / 0\.9[01] +\| +-[0-9.]+% PASS +\| +- +\| +- +\|' <<<"$(sed -n '/^none:/,$p' <<<"$section")" ||
+	fail "gdb's row on the unthrottled disk (no slurp target): $(sed -n '/^none:/,$p' <<<"$section" | grep -E '^\| gdb')"
+"$PYTHON" "$REPORT" synthetic.csv | grep -q "Issue 46's targets" && fail "an issue 46 section without plan runs"
+echo "ok: issue 46's targets"
