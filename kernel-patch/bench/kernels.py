@@ -18,7 +18,8 @@ workload and machine state (after a drop: `off`, `daemon`, `plan`; full:
     target: at least 0.80), taken from the CSV labelled `patched` (the first
     CSV that has `plan`);
   - the wall-time bound of daemon - off on each kernel (the one-sided
-    Hodges-Lehmann bound, Bonferroni over that kernel's rows, as report.py's
+    Hodges-Lehmann bound, Bonferroni over that kernel's rows of the same
+    condition, as report.py's
     table of the same CSV): at most +5% of that kernel's `off`.
 """
 import argparse
@@ -53,10 +54,11 @@ def table(kernels, disk):
                     rows_in.append((state, off, dmn, plan, lbl, r, w))
     if not rows_in:
         return ""
-    # Bonferroni within each kernel's rows, as report.py's table of that CSV
+    # Bonferroni within each kernel's rows of one condition, as report.py's
+    # table of that CSV
     per_kernel = {}
     for row in rows_in:
-        per_kernel[row[4]] = per_kernel.get(row[4], 0) + 1
+        per_kernel[row[4], row[2]] = per_kernel.get((row[4], row[2]), 0) + 1
     rows = []
     for state, off, dmn, plan, lbl, r, w in sorted(rows_in, key=lambda x: (x[6], x[0])):
         med = {c: r.summary(disk, w, c, "read_requests").median for c in (off, dmn)}
@@ -70,7 +72,7 @@ def table(kernels, disk):
                      report.fmt_ratio(med[dmn], med[off]), share]
                     + report.not_slower_cells(r.values(disk, w, off, "wall_s"),
                                               r.values(disk, w, dmn, "wall_s"),
-                                              1 - 2 * stats.ALPHA / per_kernel[lbl]))
+                                              1 - 2 * stats.ALPHA / per_kernel[lbl, dmn]))
     head = ["workload", "condition", "kernel", "read req off / daemon", "daemon / off",
             f"cut / {ref[0] if ref else 'patched'} plan's (>= {report.TARGET_DAEMON_CUT:.2f})",
             "wall s off / daemon", "daemon - off s (upper bound)",
