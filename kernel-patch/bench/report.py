@@ -636,9 +636,9 @@ class Report:
         """Issue 46's targets on `disk` (ORDER_STATES): one row per workload
         and state (after a drop, on a full machine) with a plan condition,
         the wall-time bound of plan - baseline against each baseline the
-        run has (as in targets_table(), Bonferroni over every bound in this
-        disk's table), requests over the physical floor and, from waits.csv,
-        coverage."""
+        run has (as in targets_table(): Bonferroni over the workloads, within
+        each column of one state: each is its own question), requests over
+        the physical floor and, from waits.csv, coverage."""
         rows_in = []
         for w in self.workloads:
             for plans, bases in ORDER_STATES:
@@ -649,11 +649,15 @@ class Report:
                     rows_in.append((w, plan, dict(have)))
         if not rows_in:
             return ""
-        level = 1 - 2 * stats.ALPHA / sum(len(have) for _, _, have in rows_in)
+        k = {}
+        for _, plan, have in rows_in:
+            for label in have:
+                k[plan, label] = k.get((plan, label), 0) + 1
         rows = []
         for w, plan, have in rows_in:
             wall = self.values(disk, w, plan, "wall_s")
-            cells = [not_slower_cells(self.values(disk, w, have[label], "wall_s"), wall, level)[2]
+            cells = [not_slower_cells(self.values(disk, w, have[label], "wall_s"), wall,
+                                      1 - 2 * stats.ALPHA / k[plan, label])[2]
                      if label in have else "-" for label, _ in ORDER_STATES[0][1]]
             medians = " / ".join(fmt(self.summary(disk, w, have[label], "wall_s").median, 2)
                                  if label in have else "-" for label, _ in ORDER_STATES[0][1])
@@ -735,7 +739,7 @@ class Report:
               "`pressure-plan`, against `pressure-off` (its `off`) and `pressure` (its `full`). "
               "Wall time: medians, and for each baseline the upper end of the Hodges-Lehmann "
               "shift plan - baseline at level 1 - 2 alpha / k (one-sided, Bonferroni over the "
-              f"k bounds of the disk's table), at most +{TARGET_SLOWER:.0%} of the baseline's "
+              f"k workloads of the column and state), at most +{TARGET_SLOWER:.0%} of the baseline's "
               f"median; `slurp` is no target on disk {UNTHROTTLED}. Read requests over the "
               "physical floor (ceil of the bytes used / 256 KiB; medians of the runs' ratios), at "
               f"most {TARGET_FLOOR}x for " + " and ".join(TARGET_REQUEST_WORKLOADS) + "; coverage "
