@@ -279,7 +279,8 @@ bad:
  * (pbitmap-device-gap.service).  A disk that charges bytes (a cloud
  * volume) pays for every gap byte read: on the benchmark's model of one a
  * request was worth 28-80 KiB, against the default's 256.  A disk that
- * charges requests and not bytes measures 1024 (device-gap's widest).
+ * charges requests and not bytes measures up to 1024 (device-gap's widest,
+ * PB_DEVICE_GAP_WIDEST_KB, or the device's max_sectors_kb if less).
  * There, against 256, on the 150-IOPS disk with no chunk of a long range
  * dropped (willneed.c), read requests: the git pack 163 against 206 on
  * 6.12 and 172 against 203 on 7.3, python3 97 against 102 on 6.12, gdb

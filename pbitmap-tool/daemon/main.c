@@ -351,7 +351,7 @@ static void read_events(int fan, int report_fd,
 		char bytes[sizeof(buf)];
 	} ev;
 	time_t now = (time_t)(now_ms() / 1000);	/* monotonic: a clock step changes nothing */
-	uint64_t cpu0 = thread_cpu_us();
+	uint64_t cpu0 = thread_cpu_us(), cpu1;
 	ssize_t n = read(fan, buf, sizeof(buf));
 
 	for (size_t off = 0; n > 0 && off + FAN_EVENT_METADATA_LEN <= (size_t)n;) {
@@ -368,7 +368,9 @@ static void read_events(int fan, int report_fd,
 		}
 		off += ev.m.event_len;
 	}
-	*cpu_us += thread_cpu_us() - cpu0;
+	cpu1 = thread_cpu_us();
+	if (cpu0 && cpu1 > cpu0)	/* 0: the clock failed, nothing to add */
+		*cpu_us += cpu1 - cpu0;
 }
 
 /* A learning run's writer: its counters. */
@@ -455,10 +457,12 @@ static void write_status(void)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *fp = open_memstream(&buf, &len);
+	uint64_t child_us = children_cpu_us();
 
 	if (!fp)
 		return;
-	pbd.n.child_cpu_us = children_cpu_us();
+	if (child_us)	/* 0: getrusage failed, or no child has ended yet */
+		pbd.n.child_cpu_us = child_us;
 	fprintf(fp, "pid %d\npending %u\nlearning %d\nfault_around %d\n", (int)getpid(),
 		pbd.children, pbd.learning, pbd.fault_around);
 	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {

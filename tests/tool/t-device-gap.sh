@@ -90,7 +90,7 @@ expect_gap() {	# CONTENT-OR-"absent" LINE [WARNING]
 malformed="malformed (not one line 'KIB MAJ:MIN'); using the default join gap"
 expect_gap absent "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)"
 for bad in '' '\n' '32\n' "32 $usr_dev" "32  $usr_dev\n" "32 $usr_dev\n\n" "32 $usr_dev x\n" \
-	   "-2 $usr_dev\n" "+32 $usr_dev\n" "0x20 $usr_dev\n" "1028 $usr_dev\n" "65537 $usr_dev\n" "32 ${usr_dev%:*}\n" \
+	   "-2 $usr_dev\n" "+32 $usr_dev\n" "0x20 $usr_dev\n" "1025 $usr_dev\n" "65537 $usr_dev\n" "32 ${usr_dev%:*}\n" \
 	   "32 ${usr_dev%:*}:\n" "32 :${usr_dev#*:}\n" "32 $usr_dev\n33 $usr_dev\n" "junk\n"; do
 	expect_gap "$bad" "PBITMAP_DAEMON_JOIN_GAP_KB $dflt (default)" "$malformed"
 done
