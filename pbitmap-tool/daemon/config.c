@@ -154,8 +154,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 
 /*
  * Ranges closer than this are read as one: 256 KiB.  Measured on Debian's
- * kernels, cold starts on the 150-IOPS disk: on 7.3, which reads
- * executables' mappings in large folios of its own, 256 KiB against 64
+ * kernels, cold starts on the 150-IOPS disk: on 7.3, which reads up to
+ * 8 MiB from each fault of its own there (read_ahead_kb), 256 KiB against 64
  * (docs/bench/2026-11-29-pbitmapd.md: gdb 278 read requests against 314,
  * cc1 107 against 168); on 6.12, with the sparse bitmaps and the plans
  * pbitmapd learns itself, 256 KiB against 64 and 1024 in `make bench`
