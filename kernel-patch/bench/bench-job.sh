@@ -193,6 +193,14 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 [ "$DISK" != ebs-opt ] || [ "$io_opt" = 262144 ] ||
 	die "disk model ebs-opt: $DEV reports optimal_io_size $io_opt, not 262144"
 [ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
+# SSD_READ_AHEAD_KB (bench-run.sh): the disk as an SSD, non-rotational with
+# that window; rotational first (its limits' update never lowers the window)
+if [ -n "${SSD_READ_AHEAD_KB-}" ]; then
+	echo 0 >/sys/block/$DEV/queue/rotational && echo "$SSD_READ_AHEAD_KB" >$RA ||
+		die "SSD_READ_AHEAD_KB=$SSD_READ_AHEAD_KB: cannot set $DEV's rotational and read_ahead_kb"
+	[ "$(<$RA)" = "$SSD_READ_AHEAD_KB" ] || die "$DEV's read_ahead_kb is $(<$RA), not $SSD_READ_AHEAD_KB"
+	log "$DEV non-rotational, read_ahead_kb $SSD_READ_AHEAD_KB (SSD_READ_AHEAD_KB)"
+fi
 # The gap `pbitmap device-gap` measures on the bench disk, as the package's
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1

@@ -42,6 +42,11 @@
 #               audit, preload, warm, nora), without WAITS; its EXEC_BENCH
 #               (with a daemon condition) measures pbitmapd's cost
 #   PBITMAPD    the daemon of the daemon conditions (build/pbitmapd)
+#   SSD_READ_AHEAD_KB  set: the bench disk made non-rotational and its
+#               read_ahead_kb this (128: what a user's SSD gets), at the job's
+#               start; virtio-blk is rotational, and 7.x gives a rotational
+#               disk without an optimal I/O size twice its largest request
+#               (8 MiB here) where 6.12 gives 128
 #   DAEMON_FAULT_AROUND  PBITMAP_DAEMON_LEARN_FAULT_AROUND while pbitmapd
 #               learns tree D (keep, its default; windows; off)
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
@@ -175,6 +180,7 @@ for disk in $DISK; do
 	CONDITIONS="$CONDITIONS"
 	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3} WAITS=$WAITS
 	DAEMON_FAULT_AROUND=${DAEMON_FAULT_AROUND:-keep}
+	SSD_READ_AHEAD_KB=${SSD_READ_AHEAD_KB:-}
 	EOF
 	# A fresh copy of the guest image is the bench disk: the job stamps and
 	# learns in it.  Not a QEMU snapshot: with one, rewritten blocks would be
