@@ -779,8 +779,7 @@ one_run() {	# W C K
 	series_counter pbitmap_prefetch; p1=$VAL
 	series_counter pbitmap_pages_submitted; q1=$VAL
 	if is_daemon "$c"; then
-		daemon_report "$w $c $3" "$d0"
-		daemon_stop
+		daemon_report "$w $c $3" "$d0"	# stops it
 	fi
 	set_condition off
 	# time writes "Command exited with non-zero status N" first on failure.

@@ -25,6 +25,7 @@ workload and machine state (after a drop: `off`, `daemon`, `plan`; full:
 import argparse
 import os
 import sys
+from collections import Counter
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import report  # noqa: E402
@@ -56,9 +57,7 @@ def table(kernels, disk):
         return ""
     # Bonferroni within each kernel's rows of one condition, as report.py's
     # table of that CSV
-    per_kernel = {}
-    for row in rows_in:
-        per_kernel[row[4], row[2]] = per_kernel.get((row[4], row[2]), 0) + 1
+    per_kernel = Counter((row[4], row[2]) for row in rows_in)
     rows = []
     for state, off, dmn, plan, lbl, r, w in sorted(rows_in, key=lambda x: (x[6], x[0])):
         med = {c: r.summary(disk, w, c, "read_requests").median for c in (off, dmn)}

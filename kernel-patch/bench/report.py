@@ -68,7 +68,7 @@ import math
 import os
 import sys
 import tempfile
-from collections import OrderedDict
+from collections import Counter, OrderedDict
 from typing import NamedTuple
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -590,9 +590,7 @@ class Report:
                    if (disk, w, d) in self.cells and (disk, w, o) in self.cells]
         if not rows_in:
             return ""
-        per_condition = {}
-        for _, d, _, _ in rows_in:
-            per_condition[d] = per_condition.get(d, 0) + 1
+        per_condition = Counter(d for _, d, _, _ in rows_in)
         rows = []
         for w, d, o, k in rows_in:
             level = 1 - 2 * stats.ALPHA / per_condition[d]
@@ -649,10 +647,7 @@ class Report:
                     rows_in.append((w, plan, dict(have)))
         if not rows_in:
             return ""
-        k = {}
-        for _, plan, have in rows_in:
-            for label in have:
-                k[plan, label] = k.get((plan, label), 0) + 1
+        k = Counter((plan, label) for _, plan, have in rows_in for label in have)
         rows = []
         for w, plan, have in rows_in:
             wall = self.values(disk, w, plan, "wall_s")
@@ -663,10 +658,11 @@ class Report:
                                  if label in have else "-" for label, _ in ORDER_STATES[0][1])
             ratios = [r["read_requests"] / r[PHYS_FLOOR] for r in self.cells[(disk, w, plan)]
                       if r[PHYS_FLOOR]]
-            floor = f"{stats.median_iqr(ratios).median:.2f}x" if ratios else "-"
+            ratio = stats.median_iqr(ratios).median if ratios else None
+            floor = f"{ratio:.2f}x" if ratios else "-"
             if ratios and w in TARGET_REQUEST_WORKLOADS:
-                floor += " PASS" if stats.median_iqr(ratios).median <= TARGET_FLOOR else " FAIL"
-            cov = [1 - r["misses"] / r["used_pages"] for r in waits or ()
+                floor += " PASS" if ratio <= TARGET_FLOOR else " FAIL"
+            cov = [coverage(r) for r in waits or ()
                    if (r["disk"], r["workload"], r["condition"]) == (disk, w, plan) and r["used_pages"]]
             cover = (f"{cov[0]:.1%} " + ("PASS" if cov[0] >= TARGET_COVERAGE else "FAIL")) if cov else "-"
             rows.append([w, plan, str(len(wall)), f"{medians} / {fmt(stats.median_iqr(wall).median, 2)}"]
@@ -1005,6 +1001,11 @@ def read_waits(path: str) -> list:
     return rows
 
 
+def coverage(row: dict) -> float:
+    """A waits.csv row's coverage: 1 - misses / pages used (pages used > 0)."""
+    return 1 - row["misses"] / row["used_pages"]
+
+
 def waits_text(rows: list) -> str:
     """The waits table of every disk: coverage, and the milliseconds a run
     spent blocked, by cause."""
@@ -1028,7 +1029,7 @@ def waits_text(rows: list) -> str:
         for r in rows:
             if r["disk"] != disk:
                 continue
-            cov = 1 - r["misses"] / r["used_pages"] if r["used_pages"] else float("nan")
+            cov = coverage(r) if r["used_pages"] else float("nan")
             mark = ""
             if r["workload"] in TARGET_COVERAGE_WORKLOADS and r["condition"] == "plan":
                 mark = " PASS" if cov >= TARGET_COVERAGE else " FAIL"
