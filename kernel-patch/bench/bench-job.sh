@@ -209,6 +209,34 @@ if has_condition plan-probed || has_condition plan-probed-paced || has_condition
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
+# RQ_TRACE=1 (bench-run.sh): each timed run's block events on the bench disk,
+# bios as their tasks queue them and requests as issued, in rq-trace/W.C.K
+# (kernel-patch/bench/rq-by-task.py sums them by task).
+TRACEFS=/sys/kernel/tracing
+if [ "${RQ_TRACE:-0}" = 1 ]; then
+	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS ||
+		die "RQ_TRACE=1: no tracefs at $TRACEFS"
+	IFS=: read -r dev_major dev_minor </sys/block/$DEV/dev
+	for ev in block_bio_queue block_rq_issue; do
+		[ -d $TRACEFS/events/block/$ev ] || die "RQ_TRACE=1: no block:$ev event"
+		echo "dev == $(((dev_major << 20) | dev_minor))" >$TRACEFS/events/block/$ev/filter
+	done
+	echo 8192 >$TRACEFS/buffer_size_kb
+	mkdir -p "$OUT/rq-trace"
+fi
+rq_trace() {	# on | off W C K
+	[ "${RQ_TRACE:-0}" = 1 ] || return 0
+	local ev
+	if [ "$1" = on ]; then
+		echo 0 >$TRACEFS/tracing_on && echo >$TRACEFS/trace
+		for ev in block_bio_queue block_rq_issue; do echo 1 >$TRACEFS/events/block/$ev/enable; done
+		echo 1 >$TRACEFS/tracing_on
+		return
+	fi
+	echo 0 >$TRACEFS/tracing_on
+	for ev in block_bio_queue block_rq_issue; do echo 0 >$TRACEFS/events/block/$ev/enable; done
+	grep -v '^#' $TRACEFS/trace >"$OUT/rq-trace/$2.$3.$4"
+}
 fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
 chroot_mounts() {	# ROOT: what a program run in ROOT needs of the live system
 	mount --bind /proc "$1/proc" && mount --bind /sys "$1/sys" &&
@@ -696,7 +724,7 @@ series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
 # child may wait up to 2 s for its exec's; clock ticks: 10 ms).  The
 # counters are read once the daemon has stopped: SIGTERM writes them whole,
 # where the running daemon's file may be a second old.
-DAEMON_COUNTERS="execs prefetched plans files extents bytes opens data_prefetched skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout exec_cpu_us open_cpu_us child_cpu_us"
+DAEMON_COUNTERS="execs prefetched plans files extents bytes opens own_opens data_prefetched data_after_exec skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout exec_cpu_us open_cpu_us child_cpu_us"
 daemon_report() {	# LABEL TICKS-AT-THE-START; stops the daemon
 	local k line=$1
 	daemon_reaped "$1"
@@ -764,6 +792,7 @@ one_run() {	# W C K
 	cached_kb; c0=$KB
 	series_counter pbitmap_prefetch; p0=$VAL
 	series_counter pbitmap_pages_submitted; q0=$VAL
+	rq_trace on
 	read -r r0 _ s0 _ </sys/block/$DEV/stat
 	if [ "$c" = preload ]; then
 		preload_list "$w"
@@ -775,6 +804,7 @@ one_run() {	# W C K
 	fi
 	drain
 	read -r r1 _ s1 _ </sys/block/$DEV/stat
+	rq_trace off "$w" "$c" "$3"
 	cached_kb; c1=$KB
 	series_counter pbitmap_prefetch; p1=$VAL
 	series_counter pbitmap_pages_submitted; q1=$VAL

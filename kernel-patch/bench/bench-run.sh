@@ -49,6 +49,9 @@
 #               (8 MiB here) where 6.12 gives 128
 #   DAEMON_FAULT_AROUND  PBITMAP_DAEMON_LEARN_FAULT_AROUND while pbitmapd
 #               learns tree D (keep, its default; windows; off)
+#   RQ_TRACE    1: each timed run's block events on the bench disk (bios
+#               queued, by task; requests issued), OUTDIR/DISK/rq-trace/,
+#               summed by kernel-patch/bench/rq-by-task.py
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
 # OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/blockstats.txt
@@ -181,6 +184,7 @@ for disk in $DISK; do
 	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3} WAITS=$WAITS
 	DAEMON_FAULT_AROUND=${DAEMON_FAULT_AROUND:-keep}
 	SSD_READ_AHEAD_KB=${SSD_READ_AHEAD_KB:-}
+	RQ_TRACE=${RQ_TRACE:-0}
 	EOF
 	# A fresh copy of the guest image is the bench disk: the job stamps and
 	# learns in it.  Not a QEMU snapshot: with one, rewritten blocks would be

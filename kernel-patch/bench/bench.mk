@@ -14,7 +14,7 @@
 #                      as off and daemon)
 #   make bench-report  the tables and plots again, from the CSV alone
 #   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py,
-#                      power.py
+#                      power.py, rq-by-task.py
 #                      and a smoke run of the harness in the guest (one
 #                      workload, two conditions, two runs): tests/bench
 #

@@ -74,6 +74,7 @@ struct counters {
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
+	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
 	uint64_t held, held_timeout;	/* hold.c */
 	/* CPU in microseconds: the daemon's on exec and on open events, its reaped children's */
 	uint64_t exec_cpu_us, open_cpu_us, child_cpu_us;

@@ -29,6 +29,12 @@
 #     daemon opens a plan's files as the exec'ing user): the plan reads
 #     the rest, and the program's own pages are read after it: B, A 0-4, A
 #     200-201, exec-only 0-1;
+#   - with-data, a copy of bash planned with D, a stamped data file (pages
+#     10-20), opening D 1 s in: the daemon's exec child opens D to read the
+#     plan first, and that open is its own (own_opens), not an opener's:
+#     the one data-file read of D is the program's, logged with its pid (a
+#     data child started by the exec child's open read D beside it, and
+#     the program's open, "recent" then, started none);
 #   - each program's log line says "plan"; SIGTERM ends the daemon with 0
 #     and no sanitizer report (not a leak check: LeakSanitizer does not
 #     run under ptrace; t-daemon has one).
@@ -69,6 +75,9 @@ cp --preserve=xattr stale stale.new && mv stale.new stale || fail "cannot replac
 chmod 711 exec-only || fail "chmod exec-only"
 expect_status 0 "$PBITMAP" verify in-order by-table self stale exec-only
 programs=(in-order by-table self stale exec-only)
+head -c $((4 << 20)) /dev/urandom >D && "$PBITMAP" add -q D && "$PBITMAP" set -q --pages 10-20 D &&
+	cp "$(command -v bash)" with-data && "$PBITMAP" add -q --plan-size 4K with-data &&
+	"$PBITMAP" plan with-data A.so D || fail "cannot stamp D and plan with-data"
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\n' >on.conf
 # LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
@@ -94,6 +103,22 @@ done
 for p in "${programs[@]}"; do
 	[[ $(planned "$p") == 1 ]] || fail "$p was not read ahead through its plan: $(cat daemon.log)"
 done
+# with-data: the data file's one read is its opener's, not the exec child's
+./with-data -c 'sleep 1; exec 3<D; sleep 3' &
+tpid=$!
+at_exit "kill $tpid"
+data_reads() { grep "^pbitmapd: $d/D: opened by pid " daemon.log; }
+for _ in $(seq 200); do
+	[[ $(planned with-data) == 1 && -n $(data_reads) ]] && break
+	sleep 0.1
+done
+kill "$tpid"
+[[ $(planned with-data) == 1 ]] || fail "with-data was not read ahead through its plan: $(cat daemon.log)"
+[[ $(data_reads) == "pbitmapd: $d/D: opened by pid $tpid: data file, "* && $(data_reads | wc -l) == 1 ]] ||
+	fail "D: want one data-file read, opened by with-data (pid $tpid); got: $(data_reads)"
+own=$(awk '$1 == "own_opens" { print $2 }' status)
+((own >= 1)) || fail "the exec child's open of D not counted as the daemon's own: own_opens '$own'"
+pass "a data file its program's plan lists: read once, for its opener (pid $tpid); the daemon's own opens ($own) start nothing"
 kill -TERM "$dpid"
 rc=0
 wait "$spid" || rc=$?
