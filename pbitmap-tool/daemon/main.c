@@ -110,19 +110,33 @@ void kid_started(pid_t pid, unsigned int seconds, pid_t serves)
 			pbd.kids[i].pid = pid;
 			pbd.kids[i].serves = serves;
 			pbd.kids[i].deadline_ms = now_ms() + (seconds + 2) * 1000;
+			pbd.kids[i].ended = false;
 			return;
 		}
 }
 
+/*
+ * A child reaped: no longer counted, but kept in the table (ended) until
+ * kids_forget_ended(), so that the opens it queued before it exited are
+ * still known as its own (reap()).  Counted down even without a slot (a
+ * child started when the table was full): every pid reaped is a child.
+ */
 static void kid_ended(pid_t pid)
 {
+	if (pbd.children)
+		pbd.children--;
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid == pid) {
-			pbd.kids[i].pid = 0;
-			if (pbd.children)
-				pbd.children--;
+		if (pbd.kids[i].pid == pid && !pbd.kids[i].ended) {
+			pbd.kids[i].ended = true;
 			return;
 		}
+}
+
+static void kids_forget_ended(void)
+{
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (pbd.kids[i].ended)
+			pbd.kids[i].pid = 0;
 }
 
 /* Whether @pid is one of the daemon's own children (readers, writers). */
@@ -138,7 +152,7 @@ static bool own_kid(pid_t pid)
 static pid_t kid_serving(pid_t pid)
 {
 	for (size_t i = 0; pid > 0 && i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid && pbd.kids[i].serves == pid)
+		if (pbd.kids[i].pid && !pbd.kids[i].ended && pbd.kids[i].serves == pid)
 			return pbd.kids[i].pid;
 	return 0;
 }
@@ -154,7 +168,7 @@ static void kill_overstayed(void)
 	uint64_t now = now_ms();
 
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid && now > pbd.kids[i].deadline_ms)
+		if (pbd.kids[i].pid && !pbd.kids[i].ended && now > pbd.kids[i].deadline_ms)
 			kill(pbd.kids[i].pid, SIGKILL);
 }
 
@@ -308,8 +322,9 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 	 * that open would read the file beside the exec child, cutting each
 	 * other's ranges into more requests (on 7.3, 135-166 requests a run
 	 * became 237-454), and the program's own open, 2 s "recent" then,
-	 * would start none.  A child is in the table before it runs, so
-	 * its events are always known as its own.
+	 * would start none.  A child is in the table before any event of
+	 * its own is read, and stays there until the events queued by its
+	 * end are (reap()).
 	 */
 	if (own_kid(m->pid)) {
 		pbd.n.own_opens++;
@@ -358,12 +373,13 @@ static uint64_t thread_cpu_us(void)
 }
 
 /*
- * Read what @fan has, through @handle, adding the CPU time it took to
- * *@cpu_us (one clock read per batch of events, not per event).  Events of a group that reports
- * file handles are 4-byte aligned in the buffer: each is copied to an
- * aligned place before its 8-byte fields are read.
+ * Read what @fan has, one buffer of it, through @handle, adding the CPU
+ * time it took to *@cpu_us (one clock read per buffer, not per event).
+ * Events of a group that reports file handles are 4-byte aligned in the
+ * buffer: each is copied to an aligned place before its 8-byte fields are
+ * read.  Return: whether there were events.
  */
-static void read_events(int fan, int report_fd,
+static bool read_events(int fan, int report_fd,
 			void (*handle)(const struct fanotify_event_metadata *, int, time_t),
 			uint64_t *cpu_us)
 {
@@ -376,8 +392,8 @@ static void read_events(int fan, int report_fd,
 	uint64_t cpu0 = thread_cpu_us(), cpu1;
 	ssize_t n = read(fan, buf, sizeof(buf));
 
-	if (n <= 0)	/* nothing queued: reap() reads the open group without poll() */
-		return;
+	if (n <= 0)	/* nothing queued (reap() reads without poll()) */
+		return false;
 	for (size_t off = 0; n > 0 && off + FAN_EVENT_METADATA_LEN <= (size_t)n;) {
 		memcpy(&ev.m, buf + off, FAN_EVENT_METADATA_LEN);
 		if (ev.m.event_len < FAN_EVENT_METADATA_LEN || off + ev.m.event_len > (size_t)n)
@@ -395,6 +411,7 @@ static void read_events(int fan, int report_fd,
 	cpu1 = thread_cpu_us();
 	if (cpu0 && cpu1 > cpu0)	/* 0: the clock failed, nothing to add */
 		*cpu_us += cpu1 - cpu0;
+	return true;
 }
 
 /* A learning run's writer: its counters. */
@@ -502,19 +519,19 @@ static void write_status(void)
 }
 
 /*
- * Reap children and read their reports: whether there were any.  The
- * open events (@fan_open, their children's reports to @report_wfd) are
- * read before the ended children leave the table: a child's opens are
- * queued before it exits, and known as its own only while it is there
- * (handle_open()), however short its life.
+ * Reap children and read their reports: whether there were any.  When a
+ * child ended, every event queued by then is read (execs first, as in
+ * serve(); at most READ_ROUNDS reads of each group) before the ended
+ * children leave the table: a child's opens are queued before it exits,
+ * and known as its own (handle_open()) only while it is there, however
+ * short its life.
  */
-static bool reap(int report_fd, int fan_open, int report_wfd)
+static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 {
-	pid_t pid, ended[MAX_CHILDREN];
-	size_t nr_ended = 0;
 	struct report r;
-	bool any = false;
-	int status;
+	bool any = false, ended = false;
+	int status, rounds;
+	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
 		/*
@@ -528,19 +545,22 @@ static bool reap(int report_fd, int fan_open, int report_wfd)
 			pbd.n.killed_stopped++;
 			continue;
 		}
-		if (nr_ended < MAX_CHILDREN)
-			ended[nr_ended++] = pid;
-		else
-			kid_ended(pid);
+		kid_ended(pid);
+		ended = true;
 		hold_reaped(pbd.own_fds[0], pid);
 		/* killed: its alarm, CPU limit, or kill_overstayed() */
 		if (!learn_reaped(pid, WIFSIGNALED(status)) && WIFSIGNALED(status))
 			pbd.n.skip_failed++;
 	}
-	if (nr_ended)
-		read_events(fan_open, report_wfd, handle_open, &pbd.n.open_cpu_us);
-	while (nr_ended)
-		kid_ended(ended[--nr_ended]);
+	if (ended) {
+		for (rounds = 0; rounds < READ_ROUNDS &&
+		     read_events(fan, report_wfd, handle_event, &pbd.n.exec_cpu_us); rounds++)
+			;
+		for (rounds = 0; rounds < READ_ROUNDS &&
+		     read_events(fan_open, report_wfd, handle_open, &pbd.n.open_cpu_us); rounds++)
+			;
+		kids_forget_ended();
+	}
 	while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
 		add_report(&r);
 		any = true;
@@ -630,7 +650,7 @@ static int serve(int fan, int fan_open)
 			if (si.ssi_signo == SIGHUP)
 				mark_local(fan, fan_open);	/* filesystems mounted since */
 		}
-		if (reap(pipefd[0], fan_open, pipefd[1]) || children != pbd.children ||
+		if (reap(pipefd[0], fan, fan_open, pipefd[1]) || children != pbd.children ||
 		    (seen != events_seen() && now_ms() - written >= 1000)) {
 			write_status();
 			written = now_ms();

@@ -31,6 +31,7 @@ struct fanotify_event_info_pidfd {
 #define MAX_LOCAL_FS	256
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same */
+#define READ_ROUNDS	64	/* reads of a group's queue when a child ended (reap()) */
 #define DATA_AFTER_EXEC_MS 2000	/* a data child's wait for its opener's exec child */
 /*
  * A learning run's writer: a library's record slot is written in place,
@@ -113,7 +114,8 @@ struct pbd_state {
 	unsigned int children;
 	/* each child and when it started: one that overstays is killed */
 	/* @serves: the pid whose exec an exec child reads ahead for, else 0 */
-	struct { pid_t pid, serves; uint64_t deadline_ms; } kids[MAX_CHILDREN];
+	/* @ended: reaped, kept until the open events queued by then are read */
+	struct { pid_t pid, serves; uint64_t deadline_ms; bool ended; } kids[MAX_CHILDREN];
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */

@@ -27,7 +27,7 @@ static const struct {
 	{ "opens", "opens seen on the watched filesystems (for data files)" },
 	{ "data_prefetched", "data files read ahead at their open" },
 	{ "data_after_exec", "data-file reads that first waited for the opener's exec read-ahead" },
-	{ "own_opens", "opens by the daemon's own readers and writers: not read ahead" },
+	{ "own_opens", "of the opens, the daemon's own readers' and writers': none read ahead" },
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },
