@@ -17,10 +17,11 @@
  *                                       count)
  *   cache-poke wait-map [-1] FILE...    print "ready", wait for a line on
  *                                       stdin, then map as above, print "done"
- *   cache-poke loop SECONDS FILE        for SECONDS: map FILE whole, unmap
- *                                       it, set its user.pbitmap attribute
- *                                       again to the value it has; prints
- *                                       the number of rounds
+ *   cache-poke loop SECONDS FILE        for SECONDS, or until SIGTERM: map
+ *                                       FILE whole, unmap it, set its
+ *                                       user.pbitmap attribute again to the
+ *                                       value it has; prints the number of
+ *                                       rounds
  *
  * Prints "pid N" first, so that a test can pick this process's events out
  * of the trace.  Exit status 1 with a message on the first failure.
@@ -28,6 +29,7 @@
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,17 +73,27 @@ static double now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+static volatile sig_atomic_t stop;
+
+static void on_term(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
 static int loop(double seconds, const char *file)
 {
 	static char value[65536];
 	unsigned long rounds = 0;
 	double end = now() + seconds;
+	struct sigaction sa = { .sa_handler = on_term };
 	ssize_t n;
 
+	sigaction(SIGTERM, &sa, NULL);
 	n = getxattr(file, "user.pbitmap", value, sizeof(value));
 	if (n < 0)
 		die("getxattr user.pbitmap", file);
-	while (now() < end) {
+	while (!stop && now() < end) {
 		map_one(file, 0);
 		if (setxattr(file, "user.pbitmap", value, n, XATTR_REPLACE) < 0)
 			die("setxattr user.pbitmap", file);

@@ -11,6 +11,7 @@
 #                                N more sparse files PREFIX.0 ... of
 #                                TEMPLATE's size with its user.pbitmap value:
 #                                one record, N inodes, N cache entries
+#   trace_lookups_ready          tracefs mounted, its buffers sized (the slow part)
 #   trace_lookups_on [FILTER]    clear the trace, enable pbitmap_lookup
 #                                (with the event filter FILTER)
 #   trace_lookups PID RESULT     how many lookups of PID had RESULT
@@ -44,11 +45,15 @@ for i in range(n):
 PY
 }
 
-trace_lookups_on() {
+trace_lookups_ready() {
 	mountpoint -q "$CACHE_T" || mount -t tracefs nodev "$CACHE_T" || fail "cannot mount tracefs"
 	[ -d "$CACHE_T/events/pbitmap/pbitmap_lookup" ] ||
 		fail "the kernel has no pbitmap_lookup tracepoint"
 	echo 8192 >"$CACHE_T/buffer_size_kb"
+}
+
+trace_lookups_on() {
+	trace_lookups_ready
 	echo >"$CACHE_T/trace"
 	echo "${1:-0}" >"$CACHE_T/events/pbitmap/pbitmap_lookup/filter" ||
 		fail "cannot set the event filter ${1:-}"
