@@ -414,6 +414,16 @@ static bool read_events(int fan, int report_fd,
 	return true;
 }
 
+/* Read @fan until it is empty, at most READ_ROUNDS buffers (reap()). */
+static void read_queued(int fan, int report_fd,
+			void (*handle)(const struct fanotify_event_metadata *, int, time_t),
+			uint64_t *cpu_us)
+{
+	for (int rounds = 0; rounds < READ_ROUNDS && read_events(fan, report_fd, handle, cpu_us);
+	     rounds++)
+		;
+}
+
 /* A learning run's writer: its counters. */
 static void add_learn_report(const struct counters *n)
 {
@@ -530,7 +540,7 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 {
 	struct report r;
 	bool any = false, ended = false;
-	int status, rounds;
+	int status;
 	pid_t pid;
 
 	while ((pid = waitpid(-1, &status, WNOHANG | WUNTRACED)) > 0) {
@@ -553,12 +563,8 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 			pbd.n.skip_failed++;
 	}
 	if (ended) {
-		for (rounds = 0; rounds < READ_ROUNDS &&
-		     read_events(fan, report_wfd, handle_event, &pbd.n.exec_cpu_us); rounds++)
-			;
-		for (rounds = 0; rounds < READ_ROUNDS &&
-		     read_events(fan_open, report_wfd, handle_open, &pbd.n.open_cpu_us); rounds++)
-			;
+		read_queued(fan, report_wfd, handle_event, &pbd.n.exec_cpu_us);
+		read_queued(fan_open, report_wfd, handle_open, &pbd.n.open_cpu_us);
 		kids_forget_ended();
 	}
 	while (read(report_fd, &r, sizeof(r)) == sizeof(r)) {
