@@ -191,6 +191,13 @@ for disk in $DISK; do
 	# read from the host's overlay, past the NBD server's delay.
 	disk_img=$OUTDIR/disk.img
 	cp --sparse=always "$IMAGE" "$disk_img"
+	# Its own UUID: ext4's filesystem ID is made from it, and a fanotify
+	# event of an open names the filesystem by that ID alone.  pbitmapd
+	# watches opens on the first filesystem of an ID only (marks.c), which
+	# would be the root disk, the image the bench disk is copied from.
+	# The checksum seed keeps the checksums made with the old UUID valid.
+	tune2fs -O metadata_csum_seed -U random "$disk_img" >/dev/null ||
+		die "cannot give the bench disk its own UUID (tune2fs)"
 	nbd_pid=
 	device2=
 	case $disk in

@@ -307,12 +307,9 @@ static bool data_wanted(int fd, time_t now)
 static void handle_open(const struct fanotify_event_metadata *m, int report_fd, time_t now)
 {
 	const struct fanotify_event_info_fid *fid = event_info(m, FAN_EVENT_INFO_TYPE_FID);
-	int mount_fd = -1, fd, after;
+	int mount_fd = fid ? fs_handle_fd(&fid->fsid) : -1, fd, after;
 	pid_t child, exec_kid;
 
-	for (size_t i = 0; fid && i < pbd.nr_fs; i++)
-		if (!memcmp(&pbd.fs[i].fsid, &fid->fsid, sizeof(fid->fsid)))
-			mount_fd = pbd.fs[i].fd;
 	pbd.n.opens++;
 	if (mount_fd < 0 || !(m->mask & FAN_OPEN))
 		return;

@@ -40,26 +40,65 @@ bool is_local(dev_t dev)
 	return false;
 }
 
+/* The open group's filesystem whose ID is @fsid, or NULL. */
+static const struct watched_fs *fs_of_fsid(const __kernel_fsid_t *fsid)
+{
+	for (size_t i = 0; i < pbd.nr_fs; i++)
+		if (!memcmp(&pbd.fs[i].fsid, fsid, sizeof(*fsid)))
+			return &pbd.fs[i];
+	return NULL;
+}
+
+int fs_handle_fd(const __kernel_fsid_t *fsid)
+{
+	const struct watched_fs *fs = fs_of_fsid(fsid);
+
+	return fs ? fs->fd : -1;
+}
+
 /*
  * Opens on the filesystem mounted at @mnt, reported by file handle, and a
  * descriptor to open those handles with.  Not fatal: execs are watched
  * whatever happens here (a filesystem without file handles, say).
+ *
+ * An event names its filesystem by ID alone, and two filesystems can share
+ * one: ext4's comes from the UUID, which a copied image or a block
+ * snapshot keeps (the benchmark's disk was the guest image's copy).  The
+ * kernel marks both; a handle of one would then be opened on the other, a
+ * different file of the same inode number, and read there (on the
+ * benchmark's disk, every open on the root disk cost two inode reads on
+ * the disk measured).  So opens are watched on the first filesystem of an
+ * ID only (mountinfo's order: the root first), and said.
  */
 static void watch_opens(int fan, const char *mnt)
 {
+	const struct watched_fs *twin;
 	struct statfs sfs;
 	int fd;
 
 	if (fan < 0 || pbd.nr_fs == MAX_LOCAL_FS)
 		return;
 	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);	/* not O_PATH: open_by_handle_at() */
-	if (fd < 0 || fstatfs(fd, &sfs) ||
-	    fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, mnt)) {
+	if (fd < 0 || fstatfs(fd, &sfs)) {
 		pb_error_errno(mnt, "cannot watch opens of data files");
 		if (fd >= 0)
 			close(fd);
 		return;
 	}
+	twin = fs_of_fsid((const __kernel_fsid_t *)&sfs.f_fsid);
+	if (twin) {
+		pb_skip(mnt, "opens of data files not watched: it has the filesystem ID of %s "
+			"(a copy with the same UUID?), and an event does not say which of "
+			"the two it came from", twin->mnt ? twin->mnt : "another watched one");
+		close(fd);
+		return;
+	}
+	if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, mnt)) {
+		pb_error_errno(mnt, "cannot watch opens of data files");
+		close(fd);
+		return;
+	}
+	pbd.fs[pbd.nr_fs].mnt = strdup(mnt);	/* for that message; NULL: none */
 	memcpy(&pbd.fs[pbd.nr_fs].fsid, &sfs.f_fsid, sizeof(pbd.fs[0].fsid));
 	pbd.fs[pbd.nr_fs++].fd = fd;
 }

@@ -108,7 +108,7 @@ struct pbd_state {
 	uint64_t chunks[MAX_LOCAL_FS];
 	size_t nr_local;
 	/* the open group's filesystems: a descriptor to open handles on */
-	struct { __kernel_fsid_t fsid; int fd; } fs[MAX_LOCAL_FS];
+	struct watched_fs { __kernel_fsid_t fsid; int fd; char *mnt; } fs[MAX_LOCAL_FS];
 	size_t nr_fs;
 	struct counters n;
 	unsigned int children;
@@ -139,6 +139,8 @@ int config_print(void);			/* --print-config */
 /* marks.c */
 bool is_local(dev_t dev);
 int mark_local(int fan, int fan_open);
+/* The descriptor to open a handle of filesystem @fsid on, or -1: not watched. */
+int fs_handle_fd(const __kernel_fsid_t *fsid);
 
 /* budget.c */
 ssize_t read_text(const char *path, char *buf, size_t size);
