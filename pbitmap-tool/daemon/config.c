@@ -60,6 +60,11 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_LEARN_PLANS] = "PBITMAP_DAEMON_LEARN_PLANS",
 	[PBD_SET_LEARN_FAULT_AROUND] = "PBITMAP_DAEMON_LEARN_FAULT_AROUND",
 	[PBD_SET_HOLD_EXEC] = "PBITMAP_DAEMON_HOLD_EXEC_MS",
+	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
+};
+
+static const char *const read_program_names[] = {
+	[PBD_PROGRAM_AUTO] = "auto", [PBD_PROGRAM_YES] = "yes", [PBD_PROGRAM_NO] = "no",
 };
 
 static const char *const fault_around_names[] = {
@@ -144,6 +149,13 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 	case PBD_SET_HOLD_EXEC:
 		if (config_number(path, line, key, val, 1000, &pbd.cfg.hold_exec_ms))
 			return PB_FAIL;
+		break;
+	case PBD_SET_READ_PROGRAM:
+		for (v = 0; v < 3 && strcmp(val, read_program_names[v]); v++)
+			;
+		if (v == 3)
+			return pb_error(path, "line %u: %s=%s is not auto, yes or no", line, key, val);
+		pbd.cfg.read_program = (int)v;
 		break;
 	default:	/* a name in setting_names[] without its case here */
 		return pb_error(path, "line %u: %s: not read by this pbitmapd", line, key);
@@ -383,6 +395,9 @@ int config_print(void)
 			break;
 		case PBD_SET_LEARN_FAULT_AROUND:
 			snprintf(val, sizeof(val), "%s", fault_around_names[c->learn_fault_around]);
+			break;
+		case PBD_SET_READ_PROGRAM:
+			snprintf(val, sizeof(val), "%s", read_program_names[c->read_program]);
 			break;
 		default:
 			snprintf(val, sizeof(val), "%" PRIu64, c->hold_exec_ms);

@@ -459,6 +459,7 @@ static void add_report(const struct report *r)
 	} else {
 		pbd.n.prefetched++;
 		pbd.n.plans += r->p.plan;
+		pbd.n.program_to_kernel += r->p.exe_to_kernel;
 	}
 	pbd.n.files += r->p.files;
 	pbd.n.extents += r->p.extents;
@@ -473,6 +474,7 @@ static void add_report(const struct report *r)
 static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(execs), COUNTER(unstamped), COUNTER(prefetched), COUNTER(plans),
 	COUNTER(opens), COUNTER(data_prefetched), COUNTER(data_after_exec), COUNTER(own_opens),
+	COUNTER(program_to_kernel),
 	COUNTER(files),
 	COUNTER(extents),
 	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),

@@ -105,17 +105,21 @@ static void watch_opens(int fan, const char *mnt)
 
 /*
  * How much of a range one POSIX_FADV_WILLNEED reads on the filesystem
- * mounted at @mnt: its block device's (blockdev.c: a btrfs's one device
- * too), read from sysfs here, in the daemon's root, for the children,
- * which must not read sysfs in other users' roots (willneed.c).
+ * mounted at @mnt, and in *@wide whether the kernel's read-ahead window
+ * there is at least the largest request: its block device's (blockdev.c:
+ * a btrfs's one device too), read from sysfs here, in the daemon's root,
+ * for the children, which must not read sysfs in other users' roots
+ * (willneed.c).
  */
-static uint64_t mount_chunk(const char *mnt)
+static uint64_t mount_chunk(const char *mnt, bool *wide)
 {
 	char why[PB_BLOCKDEV_WHY];
 	dev_t dev;
 
+	*wide = false;
 	if (pb_block_device(mnt, &dev, why, sizeof(why)))
 		return PB_WILLNEED_CHUNK_DEFAULT;
+	*wide = pb_window_wide_of_device(dev);
 	return pb_willneed_chunk_of_device(dev);
 }
 
@@ -147,15 +151,16 @@ int mark_local(int fan, int fan_open)
 			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
 			continue;
 		}
-		pbd.chunks[pbd.nr_local] = mount_chunk(mnt);
+		pbd.chunks[pbd.nr_local] = mount_chunk(mnt, &pbd.wide[pbd.nr_local]);
 		pbd.local[pbd.nr_local++] = makedev(maj, min);
 		watch_opens(fan_open, mnt);
 		if (pb_verbose)
-			pb_note(mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB)",
+			pb_note(mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB%s)",
 				type, maj, min,
-				(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10);
+				(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10,
+				pbd.wide[pbd.nr_local - 1] ? "; the kernel's window is as wide" : "");
 	}
-	pb_willneed_use_table(pbd.local, pbd.chunks, pbd.nr_local);
+	pb_willneed_use_table(pbd.local, pbd.chunks, pbd.wide, pbd.nr_local);
 	free(buf);
 	fclose(fp);
 	return pbd.nr_local ? 0 : pb_error("/proc/self/mountinfo", "no local filesystem to watch");

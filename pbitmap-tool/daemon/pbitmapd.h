@@ -48,7 +48,7 @@ struct fanotify_event_info_pidfd {
 enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
-	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SETTINGS
+	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SETTINGS
 };
 
 struct config {
@@ -67,6 +67,8 @@ struct config {
 	/* PBITMAP_DAEMON_LEARN_FAULT_AROUND: kept, off while a run is followed, off */
 	enum { PBD_FA_KEEP, PBD_FA_WINDOWS, PBD_FA_OFF } learn_fault_around;
 	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
+	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
+	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program;
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -76,6 +78,7 @@ struct counters {
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
 	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
+	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
 	uint64_t held, held_timeout;	/* hold.c */
 	/* CPU in microseconds: the daemon's on exec and on open events, its reaped children's */
 	uint64_t exec_cpu_us, open_cpu_us, child_cpu_us;
@@ -106,6 +109,8 @@ struct pbd_state {
 	dev_t local[MAX_LOCAL_FS];
 	/* their WILLNEED chunks, for the children (pb_willneed_use_table()) */
 	uint64_t chunks[MAX_LOCAL_FS];
+	/* whether their read-ahead window is at least their largest request */
+	bool wide[MAX_LOCAL_FS];
 	size_t nr_local;
 	/* the open group's filesystems: a descriptor to open handles on */
 	struct watched_fs { __kernel_fsid_t fsid; int fd; char *mnt; } fs[MAX_LOCAL_FS];

@@ -813,12 +813,20 @@ uint64_t pb_willneed_chunk(dev_t dev);
 /* The chunk of block device @dev, from sysfs, now. */
 uint64_t pb_willneed_chunk_of_device(dev_t dev);
 /*
- * From now on pb_willneed_chunk() answers @chunks[i] for a file on
- * @devs[i] (@len entries, kept by the caller; other devices get the
- * default) and never reads sysfs: pbitmapd, whose children read in other
- * users' roots.
+ * Whether the kernel's read-ahead window on block device @dev is at least
+ * its largest request (willneed.c: a program's own faults then read in
+ * requests as large as ours), from sysfs, now; and as the table says.
  */
-void pb_willneed_use_table(const dev_t *devs, const uint64_t *chunks, size_t len);
+bool pb_window_wide_of_device(dev_t dev);
+bool pb_window_wide(dev_t dev);
+/*
+ * From now on pb_willneed_chunk() and pb_window_wide() answer @chunks[i]
+ * and @wide[i] for a file on @devs[i] (@len entries, kept by the caller;
+ * other devices get the default chunk, and not wide) and never read
+ * sysfs: pbitmapd, whose children read in other users' roots.
+ */
+void pb_willneed_use_table(const dev_t *devs, const uint64_t *chunks, const bool *wide,
+			   size_t len);
 /*
  * The number @name in the sysfs queue directory of block device
  * @maj:@min (a partition's: its disk's), or @dflt.
@@ -836,6 +844,8 @@ struct pb_exec_prefetch {
 	uint64_t budget;	/* read at most about this many bytes */
 	int exe_entry;		/* its plan's entry naming the executable
 				 * (pb_exec_plan_entry()), -1: none */
+	bool exe_to_kernel;	/* the executable's pages left to the kernel's
+				 * read-ahead: its plan skips @exe_entry's runs */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */

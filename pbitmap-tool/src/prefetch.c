@@ -1150,8 +1150,10 @@ static bool plan_read_run(const struct pb_plan_run *r, int fd, dev_t dev, uint32
  * steps' own).  Runs of different files may alternate, so a file is
  * opened at its first run and kept open until its last.  A file whose
  * run does not fit in what is left of the budget is left out from there.
- * @p->exe_planned says whether every run of the executable's entry
- * (@p->exe_entry) was submitted: if not, its caller reads its pages.
+ * The executable's entry (@p->exe_entry) is left out when its pages are
+ * left to the kernel (@p->exe_to_kernel); else @p->exe_planned says
+ * whether each of its runs was submitted: if not, its caller reads its
+ * pages.
  */
 static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch *p)
 {
@@ -1188,6 +1190,8 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 		bool sent = false;
 
 		left[r->file]--;
+		if (p->exe_to_kernel && (int64_t)r->file == p->exe_entry)
+			continue;	/* never opened: no descriptor to close */
 		if (*fd == UNOPENED) {
 			if (p->budget && p->bytes >= p->budget) {
 				p->skip_budget++;

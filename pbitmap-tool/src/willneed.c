@@ -80,6 +80,29 @@ uint64_t pb_willneed_chunk_of_device(dev_t dev)
 }
 
 /*
+ * Whether the kernel's own read-ahead on @dev already goes out in requests
+ * as large as the device takes: its window (read_ahead_kb) at least its
+ * largest request (max_sectors_kb).  Then a program's faults in a file
+ * read it in requests no call of ours makes larger, and a second reader
+ * of that file beside them only cuts both into more requests (each read
+ * stops at a page the other has added).  Mainline 7.x gives a rotational
+ * disk that reports no optimal I/O size a window of twice its largest
+ * request (8192 against 4096 KiB on the test bed's virtio disk, and on
+ * most virtio disks); 6.12 gives 128 KiB whatever the device (its
+ * requests there reach 1280).  False where sysfs does not say.
+ */
+bool pb_window_wide_of_device(dev_t dev)
+{
+	unsigned long long ra, io;
+
+	if (!major(dev))
+		return false;
+	ra = pb_queue_value(major(dev), minor(dev), "read_ahead_kb", 0);
+	io = pb_queue_value(major(dev), minor(dev), "max_sectors_kb", 0);
+	return io && ra >= io;
+}
+
+/*
  * pbitmapd's children read other users' files in those users' roots, where
  * /sys is whatever the user put there (a FIFO would hold a child until its
  * alarm): the daemon gives a table of its watched filesystems' chunks,
@@ -89,15 +112,28 @@ uint64_t pb_willneed_chunk_of_device(dev_t dev)
  */
 static const dev_t *table_devs;	/* NULL: no table, ask sysfs */
 static const uint64_t *table_chunks;
+static const bool *table_wide;
 static size_t table_len;
 static dev_t chunk_last_dev;
 static uint64_t chunk_last;
 
-void pb_willneed_use_table(const dev_t *devs, const uint64_t *chunks, size_t len)
+void pb_willneed_use_table(const dev_t *devs, const uint64_t *chunks, const bool *wide,
+			   size_t len)
 {
 	table_devs = devs;
 	table_chunks = chunks;
+	table_wide = wide;
 	table_len = len;
+}
+
+bool pb_window_wide(dev_t dev)
+{
+	if (!table_devs)
+		return pb_window_wide_of_device(dev);
+	for (size_t i = 0; i < table_len; i++)
+		if (table_devs[i] == dev)
+			return table_wide[i];
+	return false;
 }
 
 uint64_t pb_willneed_chunk(dev_t dev)

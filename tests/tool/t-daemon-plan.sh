@@ -79,7 +79,8 @@ head -c $((4 << 20)) /dev/urandom >D && "$PBITMAP" add -q D && "$PBITMAP" set -q
 	cp "$(command -v bash)" with-data && "$PBITMAP" add -q --plan-size 4K with-data &&
 	"$PBITMAP" plan with-data A.so D || fail "cannot stamp D and plan with-data"
 
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\n' >on.conf
+# The program's own pages whatever this host's disk (auto: t-daemon-program).
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
 # LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
 ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
 	strace -f -qq -y -e trace=fadvise64 -o trace "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
@@ -88,6 +89,9 @@ at_exit "kill $spid"
 for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
 [[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
 dpid=$(awk '$1 == "pid" { print $2 }' status)
+# killed, strace detaches and leaves it running: a failed test's daemon
+# would read ahead, and open files, beside the next tests' daemons
+at_exit "kill $dpid"
 for p in "${programs[@]}"; do
 	as=()
 	[[ $p == exec-only ]] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)

@@ -68,11 +68,13 @@ bad 'PBITMAP_DAEMON_LEARN_WINDOW_MS=0\n' "line 1: PBITMAP_DAEMON_LEARN_WINDOW_MS
 bad 'PBITMAP_DAEMON_LEARN_PLANS=maybe\n' "line 1: PBITMAP_DAEMON_LEARN_PLANS=maybe is not yes or no"
 bad 'PBITMAP_DAEMON_LEARN_FAULT_AROUND=never\n' "line 1: PBITMAP_DAEMON_LEARN_FAULT_AROUND=never is not keep, windows or off"
 bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '1001' is not a number from 0 to 1000"
+bad 'PBITMAP_DAEMON_READ_PROGRAM=maybe\n' "line 1: PBITMAP_DAEMON_READ_PROGRAM=maybe is not auto, yes or no"
 printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=windows\n' >plans.conf
 expect_status 0 "$PBITMAPD" --print-config -c plans.conf
 grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_HOLD_EXEC_MS 0 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 # nothing kept (no daemon changed fault_around_bytes): nothing to put back
 expect_status 0 "$PBITMAPD" --restore-fault-around -s "$d/status"
 printf 'junk\n' >"$d/fault-around-bytes"
@@ -111,6 +113,8 @@ cp /bin/sleep stamped && cp /bin/sleep plain || fail "cp"
 # into, the other tests' stamped files as they run (the guest test
 # kernel-patch/tests/t-daemon-learn.sh learns, on a machine of its own).
 printf 'PBITMAP_DAEMON_LEARN=no\n' >>on.conf
+# The program's own pages whatever this host's disk (auto: t-daemon-program).
+printf 'PBITMAP_DAEMON_READ_PROGRAM=yes\n' >>on.conf
 # No gap measured at boot (t-device-gap tests that): the default, logged.
 PBITMAP_RUNDIR=$d/run "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
 dpid=$!

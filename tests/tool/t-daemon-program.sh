@@ -1,0 +1,95 @@
+#!/bin/bash
+# t-daemon-program: PBITMAP_DAEMON_READ_PROGRAM=auto, the default.  A
+# stamped program's own pages are left to the kernel where its device's
+# read-ahead window is at least the device's largest request (its faults
+# read the file in requests as large as the daemon's, and a second reader
+# beside them splits both), and read where the window is narrower; the
+# other files of its plan are read either way.  The daemon (ASan/UBSan)
+# under strace, its posix_fadvise() calls seen.
+#
+# Two loop-mounted ext4 images: narrow (read_ahead_kb half of
+# max_sectors_kb, as 6.12 has it) and wide (read_ahead_kb twice
+# max_sectors_kb, as 7.x gives a rotational disk).
+#   - narrow/prog, a copy of /bin/sleep with pages 0-1 marked: read;
+#   - wide/prog, the same: not read;
+#   - wide/planned, planned as itself (its entry given its identity, as
+#     learned plans are) and B: B read, planned not;
+#   - program_to_kernel counts the two; the log names the wide device.
+
+source "$(dirname "$0")/../lib.sh"
+need mkfs.ext4 mount findmnt truncate strace
+PBITMAPD=$TOP/build/asan/pbitmapd
+[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
+[[ $(id -u) == 0 ]] || fail "must run as root: loop mounts, and pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+for fs in narrow wide; do
+	truncate -s 32M $fs.img && mkfs.ext4 -q -F $fs.img && mkdir $fs || fail "cannot make $fs.img"
+	mount -o loop $fs.img $fs || fail "cannot loop-mount $fs.img"
+	q=/sys/block/$(basename "$(findmnt -n -o SOURCE "$d/$fs")")/queue
+	max=$(<$q/max_sectors_kb) || fail "no $q/max_sectors_kb"
+	((max >= 8)) || fail "$q/max_sectors_kb is $max"
+	ra=$((max / 2))
+	[[ $fs == wide ]] && ra=$((max * 2))
+	echo $ra >$q/read_ahead_kb && [[ $(<$q/read_ahead_kb) == "$ra" ]] ||
+		fail "cannot set $q/read_ahead_kb to $ra"
+	cp /bin/sleep $fs/prog && "$PBITMAP" add -q $fs/prog && "$PBITMAP" set -q --pages 0-1 $fs/prog ||
+		fail "cannot stamp $fs/prog"
+done
+head -c 10000 /dev/urandom >wide/B && cp /bin/sleep wide/planned &&
+	"$PBITMAP" add -q --plan-size 4K wide/planned && "$PBITMAP" set -q --pages 0-1 wide/planned &&
+	"$PBITMAP" plan wide/planned wide/planned wide/B &&
+	python3 "$TOP/tests/lib/plan_identity.py" wide/planned 0 || fail "cannot plan wide/planned"
+
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
+# LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
+ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+	strace -f -qq -y -e trace=fadvise64 -o trace "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
+spid=$!
+at_exit "kill $spid"
+for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
+[[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
+dpid=$(awk '$1 == "pid" { print $2 }' status)
+# killed, strace detaches and leaves it running: a failed test's daemon
+# would read ahead, and open files, beside the next tests' daemons
+at_exit "kill $dpid"
+grep -q "^pbitmapd: $d/wide: watching execs (.*; the kernel's window is as wide)" daemon.log ||
+	fail "the log does not say wide's window is as wide as its requests: $(cat daemon.log)"
+if grep -q "^pbitmapd: $d/narrow: watching execs (.*; the kernel's window is as wide)" daemon.log; then
+	fail "the log says narrow's window is as wide as its requests: $(cat daemon.log)"
+fi
+
+progs=(narrow/prog wide/prog wide/planned)
+for p in "${progs[@]}"; do ./$p 2 & done	# running while the daemon takes them
+wait_progs=0
+for p in "${progs[@]}"; do wait -n || wait_progs=1; done
+((wait_progs == 0)) || fail "a program did not run under the daemon"
+handled() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: " daemon.log; }
+for _ in $(seq 100); do
+	n=0
+	for p in "${progs[@]}"; do [[ $(handled "$p") == 1 ]] && n=$((n + 1)); done
+	((n == ${#progs[@]})) && [[ $(awk '$1 == "pending" { print $2 }' status) == 0 ]] && break
+	sleep 0.1
+done
+for p in "${progs[@]}"; do
+	[[ $(handled "$p") == 1 ]] || fail "$p was not handled once: $(cat daemon.log)"
+done
+kill -TERM "$dpid"
+rc=0
+wait "$spid" || rc=$?
+((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
+if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
+
+# "PID fadvise64(FD</path>, OFFSET, LENGTH, POSIX_FADV_WILLNEED) = 0"
+reads() { sed -n "s|^[0-9]* *fadvise64([0-9]*<$d/$1>, \([0-9]*\), \([0-9]*\), POSIX_FADV_WILLNEED) = 0|\1 \2|p" trace; }
+[[ $(reads narrow/prog) == "0 8192" ]] ||
+	fail "narrow/prog: want its pages 0-1 read (0 8192), read: '$(reads narrow/prog)'"
+[[ -z $(reads wide/prog) ]] || fail "wide/prog: want nothing read, read: '$(reads wide/prog)'"
+[[ -z $(reads wide/planned) ]] || fail "wide/planned: want nothing read, read: '$(reads wide/planned)'"
+[[ $(reads wide/B) == "0 12288" ]] || fail "wide/B: want it read whole (0 12288), read: '$(reads wide/B)'"
+pass "a program's own pages read where the window is narrower than a request, left to the kernel" \
+	"where it is as wide, with or without a plan; the plan's other files read"
+[[ $(awk '$1 == "program_to_kernel" { print $2 }' status) == 2 ]] ||
+	fail "program_to_kernel: want 2, got: $(tr '\n' ' ' <status)"
+pass "program_to_kernel counts the two"
