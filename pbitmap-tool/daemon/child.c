@@ -285,14 +285,17 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
  * whose virtio disk has an 8 MiB window, python3's start-up made 129.5
  * read requests with the daemon reading its executable against 80.5
  * without the daemon, and 93.5 (against 87) when it left the executable
- * to the kernel, in 0.57 s against 0.67 (docs/bench/2026-12-01-*.md).
- * Its libraries are still read: ld.so has not opened them yet.
+ * to the kernel, in 0.57 s against 0.67
+ * (docs/bench/2026-12-01-daemon-fsid-program.md).  Its libraries are
+ * still read: ld.so has not opened them yet.  A held exec
+ * (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its reads are
+ * submitted: its program is read.
  */
 static bool program_to_kernel(dev_t dev)
 {
 	if (pbd.cfg.read_program != PBD_PROGRAM_AUTO)
 		return pbd.cfg.read_program == PBD_PROGRAM_NO;
-	return pb_window_wide(dev);
+	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
 }
 
 /*

@@ -459,7 +459,8 @@ static void add_report(const struct report *r)
 	} else {
 		pbd.n.prefetched++;
 		pbd.n.plans += r->p.plan;
-		pbd.n.program_to_kernel += r->p.exe_to_kernel;
+		/* a script's and a refused record's pages: not the program's to leave */
+		pbd.n.program_to_kernel += r->has_record && r->p.exe_to_kernel;
 	}
 	pbd.n.files += r->p.files;
 	pbd.n.extents += r->p.extents;

@@ -10,8 +10,10 @@
 # another).  Stamped: two/D and one/E.  Opened: one/D, two/D, then one/E.
 #   - one/E is read ahead, as one's file (its opener's pid in the log);
 #   - neither D is: one/D is not stamped, and two's opens are not watched
-#     (before the fix, one/D was taken for two/D and read there, and one/E
-#     for two/E, unstamped, and not read);
+#     (before the fix, every handle was opened on two: two/D read for its
+#     own open, and one/E's handle not found there, ext4 giving each new
+#     inode a random generation; copies of one image keep theirs, and on
+#     the benchmark's disks a handle of one opened the other's file);
 #   - the log says why two's opens are not watched; SIGTERM ends the
 #     daemon with 0 and no sanitizer report (leaks included).
 
