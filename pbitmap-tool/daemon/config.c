@@ -107,7 +107,7 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		pbd.cfg.pressure = (unsigned int)v;
 		break;
 	case PBD_SET_CHILDREN:
-		if (config_number(path, line, key, val, 64, &v))
+		if (config_number(path, line, key, val, MAX_PARALLEL, &v))
 			return PB_FAIL;
 		if (!v)
 			return pb_error(path, "line %u: %s=0: at least 1", line, key);

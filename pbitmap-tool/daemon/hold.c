@@ -29,7 +29,7 @@
 
 #include "pbitmapd.h"
 
-#define MAX_HELD	MAX_CHILDREN
+#define MAX_HELD	MAX_PARALLEL	/* each held exec has a running reader */
 
 static struct held {
 	int fd;			/* the event's descriptor, kept until answered; -1: free */

@@ -88,7 +88,6 @@ extern const char pbd_learn_obj[], pbd_learn_obj_end[];
 #define MAX_FILES	256
 #define MAX_GROUPS	64	/* a learner with more groups is not followed */
 #define MAX_PROGRAMS	1024	/* programs whose last learning run is remembered */
-#define MAX_WRITERS	2	/* learning runs being written at once */
 #define PAGE_SIZE_LEARN	4096	/* the unit of the BPF side's page indices */
 /*
  * Memory: a file's pages are kept in chunks of PB_CHUNK_PAGES (520 bytes

@@ -42,7 +42,17 @@ struct fanotify_event_info_pidfd {
 #define WRITER_SECONDS	120
 #define WRITER_CPU	20
 #define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
-#define MAX_CHILDREN	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
+#define MAX_PARALLEL	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
+#define MAX_WRITERS	2	/* learning runs being written at once (learn.c) */
+/*
+ * The children's table: a slot for each running child (readers, up to
+ * MAX_PARALLEL, and writers, up to MAX_WRITERS, which do not wait for a
+ * reader's slot) and for each ended one it keeps until the events queued
+ * by its end are read (reap(): as many again).  A child without a slot
+ * would not be known as the daemon's own, and its opens would start data
+ * children.
+ */
+#define MAX_CHILDREN	(2 * (MAX_PARALLEL + MAX_WRITERS))
 
 /* The settings, as bits of struct config's @set: those the file gave. */
 enum {
