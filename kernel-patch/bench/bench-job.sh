@@ -212,12 +212,12 @@ fi
 # RQ_TRACE=1 (bench-run.sh): each timed run's block events on the bench disk,
 # bios as their tasks queue them and requests as issued, in rq-trace/W.C.K
 # (kernel-patch/bench/rq-by-task.py sums them by task).
-TRACEFS=/sys/kernel/tracing
+TRACEFS=/sys/kernel/tracing RQ_EVENTS="block_bio_queue block_rq_issue"
 if [ "${RQ_TRACE:-0}" = 1 ]; then
 	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS ||
 		die "RQ_TRACE=1: no tracefs at $TRACEFS"
 	IFS=: read -r dev_major dev_minor </sys/block/$DEV/dev
-	for ev in block_bio_queue block_rq_issue; do
+	for ev in $RQ_EVENTS; do
 		[ -d $TRACEFS/events/block/$ev ] || die "RQ_TRACE=1: no block:$ev event"
 		echo "dev == $(((dev_major << 20) | dev_minor))" >$TRACEFS/events/block/$ev/filter
 	done
@@ -229,12 +229,12 @@ rq_trace() {	# on | off W C K
 	local ev
 	if [ "$1" = on ]; then
 		echo 0 >$TRACEFS/tracing_on && echo >$TRACEFS/trace
-		for ev in block_bio_queue block_rq_issue; do echo 1 >$TRACEFS/events/block/$ev/enable; done
+		for ev in $RQ_EVENTS; do echo 1 >$TRACEFS/events/block/$ev/enable; done
 		echo 1 >$TRACEFS/tracing_on
 		return
 	fi
 	echo 0 >$TRACEFS/tracing_on
-	for ev in block_bio_queue block_rq_issue; do echo 0 >$TRACEFS/events/block/$ev/enable; done
+	for ev in $RQ_EVENTS; do echo 0 >$TRACEFS/events/block/$ev/enable; done
 	grep -v '^#' $TRACEFS/trace >"$OUT/rq-trace/$2.$3.$4"
 }
 fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
