@@ -88,8 +88,8 @@ uint64_t pb_willneed_chunk_of_device(dev_t dev)
  * stops at a page the other has added).  Mainline 7.x gives a rotational
  * disk that reports no optimal I/O size a window of twice its largest
  * request (8192 against 4096 KiB on the test bed's virtio disk, and on
- * most virtio disks); 6.12 gives 128 KiB whatever the device (its
- * requests there reach 1280).  False where sysfs does not say.
+ * this build host's, a 6.18 kernel); 6.12 gives 128 KiB whatever the
+ * device (its requests there reach 1280).  False where sysfs does not say.
  */
 bool pb_window_wide_of_device(dev_t dev)
 {
