@@ -18,9 +18,8 @@
 #     daemon with 0 and no sanitizer report (leaks included).
 
 source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
 need mkfs.ext4 mount truncate stat
-PBITMAPD=$TOP/build/asan/pbitmapd
-[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
 [[ $(id -u) == 0 ]] || fail "must run as root: loop mounts, and pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
@@ -42,11 +41,7 @@ done
 	"$PBITMAP" add -q one/E && "$PBITMAP" set -q --pages 0-7 one/E || fail "cannot stamp two/D and one/E"
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
-"$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
-dpid=$!
-at_exit "kill $dpid"
-for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
-[[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
+daemon_start on.conf
 grep -qF "pbitmapd: $d/two: opens of data files not watched: it has the filesystem ID of $d/one " \
 	daemon.log || fail "no word of two's opens not watched: $(cat daemon.log)"
 pass "two filesystems of one ID: opens watched on the first, and the log says why not on the second"
@@ -59,9 +54,5 @@ sleep 0.5	# the events are handled in order: none of D's is still to come
 	fail "want one read, of one/E; the daemon read: $(reads); log: $(cat daemon.log)"
 pass "an open on the first filesystem is read there, not as the other's file of its inode number"
 
-kill -TERM "$dpid"
-rc=0
-wait "$dpid" || rc=$?
-((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
-if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
+daemon_stop
 pass "SIGTERM: exit 0, no sanitizer report"

@@ -40,9 +40,8 @@
 #     run under ptrace; t-daemon has one).
 
 source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
 need timeout stat strace ldd setpriv
-PBITMAPD=$TOP/build/asan/pbitmapd
-[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
 [[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
@@ -81,17 +80,7 @@ head -c $((4 << 20)) /dev/urandom >D && "$PBITMAP" add -q D && "$PBITMAP" set -q
 
 # The program's own pages whatever this host's disk (auto: t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
-# LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	strace -f -qq -y -e trace=fadvise64 -o trace "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
-spid=$!
-at_exit "kill $spid"
-for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
-[[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
-dpid=$(awk '$1 == "pid" { print $2 }' status)
-# killed, strace detaches and leaves it running: a failed test's daemon
-# would read ahead, and open files, beside the next tests' daemons
-at_exit "kill $dpid"
+daemon_start on.conf -f -qq -y -e trace=fadvise64 -o trace
 for p in "${programs[@]}"; do
 	as=()
 	[[ $p == exec-only ]] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
@@ -128,11 +117,7 @@ for _ in $(seq 30); do
 done
 ((own >= 1)) || fail "the exec child's open of D not counted as the daemon's own: own_opens '$own'"
 pass "a data file its program's plan lists: read once, for its opener (pid $tpid); the daemon's own opens ($own) start nothing"
-kill -TERM "$dpid"
-rc=0
-wait "$spid" || rc=$?
-((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
-if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
+daemon_stop
 
 # "PID fadvise64(FD</path>, OFFSET, LENGTH, POSIX_FADV_WILLNEED) = 0": the
 # reads of A.so, B, self, stale and exec-only, in order, as "NAME OFFSET

@@ -17,9 +17,8 @@
 #   - program_to_kernel counts the two; the log names the wide device.
 
 source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
 need mkfs.ext4 mount findmnt truncate strace
-PBITMAPD=$TOP/build/asan/pbitmapd
-[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
 [[ $(id -u) == 0 ]] || fail "must run as root: loop mounts, and pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
@@ -43,17 +42,7 @@ head -c 10000 /dev/urandom >wide/B && cp /bin/sleep wide/planned &&
 	python3 "$TOP/tests/lib/plan_identity.py" wide/planned 0 || fail "cannot plan wide/planned"
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
-# LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
-ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
-	strace -ff -qq -y -e trace=fadvise64 -o trace "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
-spid=$!
-at_exit "kill $spid"
-for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
-[[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
-dpid=$(awk '$1 == "pid" { print $2 }' status)
-# killed, strace detaches and leaves it running: a failed test's daemon
-# would read ahead, and open files, beside the next tests' daemons
-at_exit "kill $dpid"
+daemon_start on.conf -ff -qq -y -e trace=fadvise64 -o trace
 grep -q "^pbitmapd: $d/wide: watching execs (.*; the kernel's window is as wide)" daemon.log ||
 	fail "the log does not say wide's window is as wide as its requests: $(cat daemon.log)"
 if grep -q "^pbitmapd: $d/narrow: watching execs (.*; the kernel's window is as wide)" daemon.log; then
@@ -61,10 +50,9 @@ if grep -q "^pbitmapd: $d/narrow: watching execs (.*; the kernel's window is as 
 fi
 
 progs=(narrow/prog wide/prog wide/planned)
-for p in "${progs[@]}"; do ./$p 2 & done	# running while the daemon takes them
-wait_progs=0
-for p in "${progs[@]}"; do wait -n || wait_progs=1; done
-((wait_progs == 0)) || fail "a program did not run under the daemon"
+pids=()
+for p in "${progs[@]}"; do ./$p 2 & pids+=($!); done	# running while the daemon takes them
+for pid in "${pids[@]}"; do wait "$pid" || fail "a program did not run under the daemon"; done
 handled() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: " daemon.log; }
 for _ in $(seq 100); do
 	n=0
@@ -75,11 +63,7 @@ done
 for p in "${progs[@]}"; do
 	[[ $(handled "$p") == 1 ]] || fail "$p was not handled once: $(cat daemon.log)"
 done
-kill -TERM "$dpid"
-rc=0
-wait "$spid" || rc=$?
-((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
-if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
+daemon_stop
 
 # "fadvise64(FD</path>, OFFSET, LENGTH, POSIX_FADV_WILLNEED) = 0", a file per
 # process (-ff: the three children's calls at once, none cut in two)

@@ -1,0 +1,41 @@
+# shellcheck shell=bash
+# tests/lib/daemon.sh: the ASan/UBSan pbitmapd of the host tests
+# (tests/tool/t-daemon*.sh), started in the current directory (daemon.log,
+# status) and stopped with SIGTERM.  Sourced after ../lib.sh.
+#
+#   daemon_start CONF [STRACE_OPTION...]
+#                  pbitmapd -v -c CONF, under strace with those options
+#                  when given; returns once its status file is written
+#                  (20 s at most), DPID its pid
+#   daemon_stop    SIGTERM: it must exit with 0 and no sanitizer report
+
+PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
+[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
+
+DAEMON_JOB= DPID=
+daemon_start() {
+	if (($# > 1)); then
+		# LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
+		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
+			strace "${@:2}" "$PBITMAPD" -v -c "$1" -s "$PWD/status" 2>daemon.log &
+	else
+		"$PBITMAPD" -v -c "$1" -s "$PWD/status" 2>daemon.log &
+	fi
+	DAEMON_JOB=$!
+	at_exit "kill $DAEMON_JOB"
+	for _ in $(seq 200); do [[ -s status ]] && break; sleep 0.1; done
+	[[ -s status ]] || fail "pbitmapd wrote no status in 20 s: $(cat daemon.log)"
+	DPID=$(awk '$1 == "pid" { print $2 }' status)
+	# killed, strace detaches and leaves it running: a failed test's daemon
+	# would read ahead, and open files, beside the next tests' daemons
+	[[ $DPID == "$DAEMON_JOB" ]] || at_exit "kill $DPID"
+}
+
+daemon_stop() {
+	local rc=0
+
+	kill -TERM "$DPID"
+	wait "$DAEMON_JOB" || rc=$?	# strace exits with its tracee's status
+	((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
+	if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
+}
