@@ -63,6 +63,11 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
 };
 
+/* The words of the three-valued settings, in their enums' order. */
+static const char *const learn_names[] = {
+	[PBD_LEARN_NO] = "no", [PBD_LEARN_OWNER] = "owner", [PBD_LEARN_EVERY] = "every",
+};
+
 static const char *const read_program_names[] = {
 	[PBD_PROGRAM_AUTO] = "auto", [PBD_PROGRAM_YES] = "yes", [PBD_PROGRAM_NO] = "no",
 };
@@ -70,6 +75,17 @@ static const char *const read_program_names[] = {
 static const char *const fault_around_names[] = {
 	[PBD_FA_KEEP] = "keep", [PBD_FA_WINDOWS] = "windows", [PBD_FA_OFF] = "off",
 };
+
+/* @val, one of the three words @names: its index in *@out. */
+static int config_word(const char *path, unsigned int line, const char *key, const char *val,
+		       const char *const names[3], uint64_t *out)
+{
+	for (*out = 0; *out < 3; (*out)++)
+		if (!strcmp(val, names[*out]))
+			return 0;
+	return pb_error(path, "line %u: %s=%s is not %s, %s or %s", line, key, val,
+			names[0], names[1], names[2]);
+}
 
 /*
  * One NAME=VALUE line: the daemon's settings, each looked up once in
@@ -114,15 +130,9 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		pbd.cfg.children = (unsigned int)v;
 		break;
 	case PBD_SET_LEARN:
-		if (!strcmp(val, "no"))
-			pbd.cfg.learn = PBD_LEARN_NO;
-		else if (!strcmp(val, "owner"))
-			pbd.cfg.learn = PBD_LEARN_OWNER;
-		else if (!strcmp(val, "every"))
-			pbd.cfg.learn = PBD_LEARN_EVERY;
-		else
-			return pb_error(path, "line %u: %s=%s is not no, owner or every",
-					line, key, val);
+		if (config_word(path, line, key, val, learn_names, &v))
+			return PB_FAIL;
+		pbd.cfg.learn = (int)v;
 		break;
 	case PBD_SET_LEARN_INTERVAL:
 		if (config_number(path, line, key, val, 86400, &pbd.cfg.learn_interval_s))
@@ -139,11 +149,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
 		break;
 	case PBD_SET_LEARN_FAULT_AROUND:
-		for (v = 0; v < 3 && strcmp(val, fault_around_names[v]); v++)
-			;
-		if (v == 3)
-			return pb_error(path, "line %u: %s=%s is not keep, windows or off",
-					line, key, val);
+		if (config_word(path, line, key, val, fault_around_names, &v))
+			return PB_FAIL;
 		pbd.cfg.learn_fault_around = (int)v;
 		break;
 	case PBD_SET_HOLD_EXEC:
@@ -151,10 +158,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		break;
 	case PBD_SET_READ_PROGRAM:
-		for (v = 0; v < 3 && strcmp(val, read_program_names[v]); v++)
-			;
-		if (v == 3)
-			return pb_error(path, "line %u: %s=%s is not auto, yes or no", line, key, val);
+		if (config_word(path, line, key, val, read_program_names, &v))
+			return PB_FAIL;
 		pbd.cfg.read_program = (int)v;
 		break;
 	default:	/* a name in setting_names[] without its case here */
@@ -357,7 +362,6 @@ const char *config_gap_source(void)
 /* --print-config: each setting as the daemon would run with it. */
 int config_print(void)
 {
-	static const char *const learn[] = { "no", "owner", "every" };
 	const struct config *c = &pbd.cfg;
 
 	for (unsigned int i = 0; i < PBD_SETTINGS; i++) {
@@ -382,7 +386,7 @@ int config_print(void)
 			snprintf(val, sizeof(val), "%u", c->children);
 			break;
 		case PBD_SET_LEARN:
-			snprintf(val, sizeof(val), "%s", learn[c->learn]);
+			snprintf(val, sizeof(val), "%s", learn_names[c->learn]);
 			break;
 		case PBD_SET_LEARN_INTERVAL:
 			snprintf(val, sizeof(val), "%" PRIu64, c->learn_interval_s);
