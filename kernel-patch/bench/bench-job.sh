@@ -42,6 +42,10 @@
 #            sets at boot): a fixed gap where a request is worth less
 #            transfer than the kernel's model says, else the model (-1)
 #   plan-probed-paced  plan-probed with its batch paced (as plan-paced)
+#   plan-probed-sync  plan-probed with every look-up of the plan made at
+#            exec (vm.pbitmap_plan_lookup_later=0; every other condition
+#            has 1, the default: the files not in the dentry cache opened
+#            by a worker after exec): the two side by side
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
 #   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
@@ -121,7 +125,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-sync | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -204,7 +208,8 @@ fi
 # The gap `pbitmap device-gap` measures on the bench disk, as the package's
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
-if has_condition plan-probed || has_condition plan-probed-paced || has_condition pressure-plan-probed ||
+if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-sync ||
+	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
@@ -338,7 +343,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=1 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -351,6 +356,7 @@ set_condition() {
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
 	plan-probed | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
+	plan-probed-sync) en=1 plan=1 gap=$probe_gap later=0 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac
 	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
@@ -360,6 +366,7 @@ set_condition() {
 	vm pbitmap_plan $plan
 	vm pbitmap_merge_gap_kb $gap
 	[ ! -e /proc/sys/vm/pbitmap_plan_inflight_kb ] || vm pbitmap_plan_inflight_kb $inflight
+	[ ! -e /proc/sys/vm/pbitmap_plan_lookup_later ] || vm pbitmap_plan_lookup_later $later
 }
 # pbitmapd, as a user runs it (pbitmapd(8)): its settings file says on, and
 # what else it says is the condition's.  Its status file tells when it is

@@ -18,7 +18,13 @@
 # move the counters as the case says: a refused plan exactly one pbitmap_plan_reject_<reason> and no
 # plan run; a misleading path one plan run and exactly one
 # pbitmap_plan_skip_<reason>; a sound plan one run and no skip.  The FIFO
-# is never opened (the case would hang).  The runner fails the run on any
+# is never opened (the case would hang).  Every case is run with each look-up
+# made inside execve (vm.pbitmap_plan_lookup_later=0); then the cases
+# that get to the look-ups (skips and sound plans) again, crafted from a
+# copy of the program that sleeps 1 s after printing, with the default
+# (the files not in the dentry cache looked up by a worker after exec, as
+# nobody): the same counts, read after the worker is done, and at least
+# one file left for after exec.  The runner fails the run on any
 # kernel warning in the console log (KASAN reports included when the
 # kernel has KASAN).
 set -euo pipefail
@@ -49,37 +55,67 @@ python3 "$HERE/craft-plan.py" prog out "$W/f" "$W/d" "$W/hidden/x.so" "$W/tmpfs/
 	fail "craft-plan.py failed"
 chmod 755 out
 
+# run_cases LIST DIR KINDS: each case of LIST whose expectation matches the
+# extended regular expression KINDS, its program in DIR, run as above.
+run_cases() {
+	local list=$1 dir=$2 kinds=$3 name expect got runs rejects skips r
+	while read -r name expect; do
+		[[ $expect =~ ^($kinds)$ ]] || continue
+		echo 3 >/proc/sys/vm/drop_caches
+		snap s0
+		got=$(timeout 60 "${NOBODY[@]}" "./$dir/$name") || fail "$name: exit status $?"
+		snap s1
+		[ "$got" = "$want" ] || fail "$name: printed '$got', expected '$want'"
+		runs=$(delta pbitmap_plan_exec s0 s1)
+		rejects=0 skips=0
+		for r in header files names steps canonical order; do
+			rejects=$((rejects + $(delta "pbitmap_plan_reject_$r" s0 s1)))
+		done
+		for r in mismatch fs secure; do
+			skips=$((skips + $(delta "pbitmap_plan_skip_$r" s0 s1)))
+		done
+		later=$((later + $(delta pbitmap_plan_later s0 s1)))
+		case $expect in
+		reject_*)
+			[ "$(delta "pbitmap_plan_$expect" s0 s1)" = 1 ] && [ "$rejects" = 1 ] && [ "$runs" = 0 ] ||
+				fail "$name: want $expect: runs $runs, rejects $rejects ($(tr '\n' ' ' <s1))" ;;
+		skip_*)
+			[ "$(delta "pbitmap_plan_$expect" s0 s1)" = 1 ] && [ "$skips" = 1 ] && [ "$runs" = 1 ] &&
+				[ "$rejects" = 0 ] ||
+				fail "$name: want $expect: runs $runs, skips $skips, rejects $rejects" ;;
+		ok)
+			[ "$runs" = 1 ] && [ "$skips" = 0 ] && [ "$rejects" = 0 ] ||
+				fail "$name: want a sound plan run: runs $runs, skips $skips, rejects $rejects" ;;
+		*)	fail "$name: unknown expectation $expect" ;;
+		esac
+		cases=$((cases + 1))
+	done <"$list"
+}
+
 echo 1 >/proc/sys/vm/pbitmap_enabled
-trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; umount "$W/tmpfs"' EXIT
-cases=0
-while read -r name expect; do
-	echo 3 >/proc/sys/vm/drop_caches
-	snap s0
-	got=$(timeout 60 "${NOBODY[@]}" "./out/$name") || fail "$name: exit status $?"
-	snap s1
-	[ "$got" = "$want" ] || fail "$name: printed '$got', expected '$want'"
-	runs=$(delta pbitmap_plan_exec s0 s1)
-	rejects=0 skips=0
-	for r in header files names steps canonical order; do
-		rejects=$((rejects + $(delta "pbitmap_plan_reject_$r" s0 s1)))
-	done
-	for r in mismatch fs secure; do
-		skips=$((skips + $(delta "pbitmap_plan_skip_$r" s0 s1)))
-	done
-	case $expect in
-	reject_*)
-		[ "$(delta "pbitmap_plan_$expect" s0 s1)" = 1 ] && [ "$rejects" = 1 ] && [ "$runs" = 0 ] ||
-			fail "$name: want $expect: runs $runs, rejects $rejects ($(tr '\n' ' ' <s1))" ;;
-	skip_*)
-		[ "$(delta "pbitmap_plan_$expect" s0 s1)" = 1 ] && [ "$skips" = 1 ] && [ "$runs" = 1 ] &&
-			[ "$rejects" = 0 ] ||
-			fail "$name: want $expect: runs $runs, skips $skips, rejects $rejects" ;;
-	ok)
-		[ "$runs" = 1 ] && [ "$skips" = 0 ] && [ "$rejects" = 0 ] ||
-			fail "$name: want a sound plan run: runs $runs, skips $skips, rejects $rejects" ;;
-	*)	fail "$name: unknown expectation $expect" ;;
-	esac
-	cases=$((cases + 1))
-done <list
+trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later; umount "$W/tmpfs"' EXIT
+# Pass 1: every look-up inside execve, where each count is exec's own.
+echo 0 >/proc/sys/vm/pbitmap_plan_lookup_later
+cases=0 later=0
+run_cases list out '.*'
 ((cases >= 50)) || fail "only $cases crafted plans"
-echo "PASS: $cases crafted plans: each refused, skipped or run as its case says; every exec ran"
+[ "$later" = 0 ] || fail "$later files left for after exec with vm.pbitmap_plan_lookup_later=0"
+echo "ok: $cases crafted plans, every look-up at exec: each refused, skipped or run as its case says"
+
+# Pass 2: the default, the files not in the dentry cache opened by a worker
+# after exec as nobody.  The same cases, of a program that sleeps 1 s
+# after printing, so that the worker (which stops when the program exits)
+# is done before the counters are read; only those that get to the look-ups.
+echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later
+mkdir later && chmod 755 later
+plan_prog "$W/later" 1000000
+python3 "$HERE/craft-plan.py" later/prog out-later "$W/f" "$W/d" "$W/hidden/x.so" \
+	"$W/tmpfs/x.so" "$W/zero" "$W/link.so" >list-later ||
+	fail "craft-plan.py failed for later/prog"
+chmod 755 out-later
+n1=$cases cases=0 later=0
+run_cases list-later out-later 'skip_.*|ok'
+((cases >= 15)) || fail "only $cases crafted plans with look-ups after exec"
+((later > 0)) || fail "no file left for after exec in $cases cold starts"
+echo "ok: $cases crafted plans, $later files looked up after exec: each skipped or run as its case says"
+echo "PASS: $n1 crafted plans at exec and $cases after it: each refused, skipped or run as its case says; every exec ran"
