@@ -42,10 +42,10 @@
 #            sets at boot): a fixed gap where a request is worth less
 #            transfer than the kernel's model says, else the model (-1)
 #   plan-probed-paced  plan-probed with its batch paced (as plan-paced)
-#   plan-probed-sync  plan-probed with every look-up of the plan made at
-#            exec (vm.pbitmap_plan_lookup_later=0; every other condition
-#            has 1, the default: the files not in the dentry cache opened
-#            by a worker after exec): the two side by side
+#   plan-probed-later  plan-probed with the plan's files not in the dentry
+#            cache opened by a worker after exec
+#            (vm.pbitmap_plan_lookup_later=1; every other condition has 0,
+#            the default: every look-up at exec): the two side by side
 #   user     no kernel prefetch: pbitmap-run replays the same bitmaps from
 #            userspace, then executes the program
 #   audit    no kernel prefetch: the LD_AUDIT module pbitmap-audit.so
@@ -125,7 +125,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-sync | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-later | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -208,7 +208,7 @@ fi
 # The gap `pbitmap device-gap` measures on the bench disk, as the package's
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
-if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-sync ||
+if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
@@ -343,7 +343,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=1 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -356,7 +356,7 @@ set_condition() {
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
 	plan-probed | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
-	plan-probed-sync) en=1 plan=1 gap=$probe_gap later=0 ;;
+	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac
 	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA

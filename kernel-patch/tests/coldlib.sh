@@ -50,13 +50,6 @@
 #   runs_of FILE            the runs (generations written) of FILE's record
 #   vmstat_delta NAME N     how much the /proc/vmstat counter NAME grew since
 #                           it read N
-#   plan_lookups_at_exec    every look-up of a start-up plan made inside
-#                           execve (vm.pbitmap_plan_lookup_later=0), for the
-#                           tests that count what exec itself opens, skips
-#                           and covers: by default the files not in the
-#                           dentry cache are opened by a worker after exec,
-#                           which stops when the program exits (t-plan-later
-#                           tests that); cold_reset puts the default back
 #   cold_begin NAME         work in a fresh /var/tmp/NAME ($W); fail MSG
 
 COLD_RESULTS=${COLD_RESULTS:-cold-results}
@@ -174,17 +167,12 @@ cold_mmap() {
 	[ ! -e /proc/sys/vm/pbitmap_mmap ] || echo "$1" >/proc/sys/vm/pbitmap_mmap
 }
 
-plan_lookups_at_exec() {
-	[ ! -e /proc/sys/vm/pbitmap_plan_lookup_later ] ||
-		echo 0 >/proc/sys/vm/pbitmap_plan_lookup_later
-}
-
 # Leave the guest as the next test expects it: pbitmap off, mmap prefetch
-# and plans' look-ups at their defaults.
+# and plans' look-ups (at exec) at their defaults.
 cold_reset() {
 	echo 0 >/proc/sys/vm/pbitmap_enabled 2>/dev/null
 	echo 1 >/proc/sys/vm/pbitmap_mmap 2>/dev/null
-	echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later 2>/dev/null
+	echo 0 >/proc/sys/vm/pbitmap_plan_lookup_later 2>/dev/null
 	return 0
 }
 

@@ -19,12 +19,12 @@
 # plan run; a misleading path one plan run and exactly one
 # pbitmap_plan_skip_<reason>; a sound plan one run and no skip.  The FIFO
 # is never opened (the case would hang).  Every case is run with each look-up
-# made inside execve (vm.pbitmap_plan_lookup_later=0); then the cases
-# that get to the look-ups (skips and sound plans) again, crafted from a
-# copy of the program that sleeps 1 s after printing, with the default
-# (the files not in the dentry cache looked up by a worker after exec, as
-# nobody): the same counts, read after the worker is done, and at least
-# one file left for after exec.  The runner fails the run on any
+# made inside execve (vm.pbitmap_plan_lookup_later=0, the default); then the
+# cases that get to the look-ups (skips and sound plans) again, crafted
+# from a copy of the program that sleeps 1 s after printing, with
+# vm.pbitmap_plan_lookup_later=1 (the files not in the dentry cache looked
+# up by a worker after exec, as nobody): the same counts, read after the
+# worker is done, and at least one file left for after exec.  The runner fails the run on any
 # kernel warning in the console log (KASAN reports included when the
 # kernel has KASAN).
 set -euo pipefail
@@ -93,8 +93,8 @@ run_cases() {
 }
 
 echo 1 >/proc/sys/vm/pbitmap_enabled
-trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later; umount "$W/tmpfs"' EXIT
-# Pass 1: every look-up inside execve, where each count is exec's own.
+trap 'echo 0 >/proc/sys/vm/pbitmap_enabled; echo 0 >/proc/sys/vm/pbitmap_plan_lookup_later; umount "$W/tmpfs"' EXIT
+# Pass 1: every look-up inside execve (the default), where each count is exec's own.
 echo 0 >/proc/sys/vm/pbitmap_plan_lookup_later
 cases=0 later=0
 run_cases list out '.*'
@@ -102,8 +102,8 @@ run_cases list out '.*'
 [ "$later" = 0 ] || fail "$later files left for after exec with vm.pbitmap_plan_lookup_later=0"
 echo "ok: $cases crafted plans, every look-up at exec: each refused, skipped or run as its case says"
 
-# Pass 2: the default, the files not in the dentry cache opened by a worker
-# after exec as nobody.  The same cases, of a program that sleeps 1 s
+# Pass 2: vm.pbitmap_plan_lookup_later=1, the files not in the dentry cache
+# opened by a worker after exec as nobody.  The same cases, of a program that sleeps 1 s
 # after printing, so that the worker (which stops when the program exits)
 # is done before the counters are read; only those that get to the look-ups.
 echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later

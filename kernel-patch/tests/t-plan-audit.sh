@@ -23,7 +23,6 @@ trap 'cold_reset; cd /; rm -rf "$W"' EXIT
 cold_need_sysctls pbitmap_enabled pbitmap_plan
 cold_need_counters pbitmap_plan_exec pbitmap_plan_files
 cold_missing
-plan_lookups_at_exec
 [ -e /proc/self/loginuid ] ||
 	fail "no audit in the kernel (CONFIG_AUDIT, CONFIG_AUDITSYSCALL): /proc/self/loginuid is missing"
 

@@ -1,7 +1,7 @@
 #!/bin/bash
 # Guest test: the files of a start-up plan whose look-ups would read the
-# disk are opened after exec by a worker, as the exec'ing task
-# (vm.pbitmap_plan_lookup_later, on by default; Documentation/admin-guide/
+# disk are opened after exec by a worker, as the exec'ing task, with
+# vm.pbitmap_plan_lookup_later=1 (off by default; Documentation/admin-guide/
 # sysctl/vm.rst, and mm/pbitmap/pace.c).
 #
 # The program (planprog.sh: prog, linked with liba.so and libb.so, with a
@@ -12,15 +12,15 @@
 # and prog), and the libraries' look-ups would read the disk.
 #
 # Asserted, from /proc/vmstat deltas and the pbitmap_plan_read events:
-#   - vm.pbitmap_plan_lookup_later is 1 at boot;
-#   - a cold start: both libraries left for after exec (pbitmap_plan_later
+#   - vm.pbitmap_plan_lookup_later is 0 at boot;
+#   - with it 1, a cold start: both libraries left for after exec (pbitmap_plan_later
 #     2), both opened (pbitmap_plan_files 2), nothing skipped, every run of
 #     the plan submitted by a kworker, none by prog; the output is right;
 #   - the same start again with the page cache dropped and the dentries
 #     kept: nothing left for later, both opened, every run submitted by
 #     prog at exec;
 #   - vm.pbitmap_plan_lookup_later=0, a cold start: nothing left for later,
-#     every run submitted at exec, as before this setting;
+#     every run submitted at exec, as without this setting;
 #   - a plan naming a stamped file in a directory only root may search,
 #     run by nobody: the three files left for later, the libraries opened,
 #     the hidden file skipped (pbitmap_plan_skip_mismatch 1) and none of
@@ -42,10 +42,9 @@ T=/sys/kernel/tracing
 mountpoint -q "$T" || mount -t tracefs nodev "$T" || fail "cannot mount tracefs"
 [ -d "$T/events/pbitmap/pbitmap_plan_read" ] || fail "the kernel has no pbitmap_plan_read tracepoint"
 later0=$(cat /proc/sys/vm/pbitmap_plan_lookup_later)
-[ "$later0" = 1 ] || fail "vm.pbitmap_plan_lookup_later is $later0 at boot, not 1"
+[ "$later0" = 0 ] || fail "vm.pbitmap_plan_lookup_later is $later0 at boot, not 0"
 M=$W/mnt
 trap 'echo 0 >"$T/events/pbitmap/pbitmap_plan_read/enable" 2>/dev/null
-	echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later
 	umount "$M" 2>/dev/null || :; cold_reset; cd /; rm -rf "$W"' EXIT
 chmod 755 "$W"
 truncate -s 64M fs.img && mkfs.ext4 -q -F -b 4096 fs.img || fail "cannot make the ext4 image"
@@ -121,6 +120,7 @@ expect() {
 		fail "$1: plan exec, later, files, skip_mismatch, skip_fs: $got, want 1 $2 $3 $4 0"
 }
 
+echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later
 start cold yes ./prog
 expect cold 2 2 0
 runs=$(by cold) || fail "cold: the trace: $runs"

@@ -41,7 +41,6 @@ cold_need_ground_truth
 cold_need_counters pbitmap_plan_exec pbitmap_plan_files pbitmap_plan_reject_order \
 	pbitmap_plan_reject_header pbitmap_plan_reject_canonical
 cold_missing
-plan_lookups_at_exec
 T=/sys/kernel/tracing
 mountpoint -q "$T" || mount -t tracefs nodev "$T" || fail "cannot mount tracefs"
 for ev in pbitmap_plan_read pbitmap_prefetch; do

@@ -35,7 +35,6 @@ cold_need_ground_truth
 cold_need_counters pbitmap_plan_exec pbitmap_plan_paced pbitmap_plan_pace_stopped
 cold_need_sysctls pbitmap_plan_inflight_kb
 cold_missing
-plan_lookups_at_exec
 T=/sys/kernel/tracing
 mountpoint -q "$T" || mount -t tracefs nodev "$T" || fail "cannot mount tracefs"
 for ev in pbitmap_plan_read pbitmap_plan_paced; do

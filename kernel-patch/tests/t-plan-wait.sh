@@ -38,7 +38,6 @@ cold_need_sysctls pbitmap_enabled pbitmap_plan
 cold_need_counters pbitmap_plan_exec pbitmap_plan_files pbitmap_plan_skip_fs \
 	pbitmap_plan_skip_mismatch
 cold_missing
-plan_lookups_at_exec
 [ -c /dev/fuse ] || fail "no FUSE in the kernel (CONFIG_FUSE_FS): /dev/fuse is missing"
 [ -d /proc/sys/fs/fanotify ] || fail "no fanotify in the kernel (CONFIG_FANOTIFY): /proc/sys/fs/fanotify is missing"
 

@@ -63,7 +63,6 @@ cold_need_counters pbitmap_plan_exec pbitmap_plan_files pbitmap_plan_covered \
 	pbitmap_plan_skip_mismatch pbitmap_plan_skip_secure \
 	pbitmap_plan_reject_header pbitmap_cache_miss pbitmap_unstamped
 cold_missing
-plan_lookups_at_exec
 chmod 755 "$W"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
@@ -214,7 +213,6 @@ for i in $(seq 1 "$RUNS"); do
 	[ "$(d records pbitmap_plan_exec)" = 0 ] || problems+=" run $i: an empty plan was run;"
 done
 cold_reset
-plan_lookups_at_exec
 cold_medians
 echo "plan: ${med_plan_reqs} read requests, per-file records ${med_records_reqs}, off ${med_off_reqs}"
 [ -z "$problems" ] || fail "$problems"
