@@ -112,6 +112,16 @@ for l in open(sys.argv[1]):
 print(prog, kworker)
 PY
 }
+# all_at_exec LABEL WHAT: every run of LABEL's start submitted by prog at
+# exec, at least the libraries' two, none by a kworker (their number in
+# p); WHAT names the case.
+all_at_exec() {
+	local runs k
+	runs=$(by "$1") || fail "$1: the trace: $runs"
+	read -r p k <<<"$runs"
+	[ "$p" -ge 2 ] && [ "$k" = 0 ] ||
+		fail "$2: $p runs submitted by prog, $k by a kworker; want all by prog"
+}
 # expect LABEL LATER FILES MISMATCH: the counters' deltas.
 expect() {
 	local got
@@ -131,10 +141,7 @@ echo "ok: a cold start leaves both libraries to the worker, which opens and read
 
 start warm no ./prog
 expect warm 0 2 0
-runs=$(by warm) || fail "warm: the trace: $runs"
-read -r p k <<<"$runs"
-[ "$p" -ge 2 ] && [ "$k" = 0 ] ||
-	fail "warm: $p runs submitted by prog, $k by a kworker; want all by prog"
+all_at_exec warm warm
 echo "ok: with the dentries cached, exec opens both and submits every run ($p)"
 umount "$M"
 
@@ -142,10 +149,7 @@ echo 0 >/proc/sys/vm/pbitmap_plan_lookup_later
 start sync yes ./prog
 echo 1 >/proc/sys/vm/pbitmap_plan_lookup_later
 expect sync 0 2 0
-runs=$(by sync) || fail "sync: the trace: $runs"
-read -r p k <<<"$runs"
-[ "$p" -ge 2 ] && [ "$k" = 0 ] ||
-	fail "vm.pbitmap_plan_lookup_later=0: $p runs submitted by prog, $k by a kworker; want all by prog"
+all_at_exec sync "vm.pbitmap_plan_lookup_later=0"
 echo "ok: vm.pbitmap_plan_lookup_later=0 makes every look-up at exec"
 umount "$M"
 
