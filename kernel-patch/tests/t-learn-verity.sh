@@ -12,7 +12,7 @@
 # stamped program with a 64 MiB section of its own (so that hashing takes
 # seconds under TCG) and stays in its window; with the cache dropped,
 # fsverity enable starts; once it is inside FS_IOC_ENABLE_VERITY
-# (/proc/PID/syscall) and while it hashes (asserted: the flush returns
+# (a kprobe on fsverity_ioctl_enable) and while it hashes (asserted: the flush returns
 # before enable does) vm.pbitmap_learn_flush writes the pending set back.  Asserts:
 # nothing written (pbitmap_learn_written +0) and the skip counted as
 # integrity (pbitmap_learn_skip_integrity +1) each round; verity is on;
@@ -43,6 +43,18 @@ truncate -s 400M fs.img
 mkfs.ext4 -q -F -b 4096 -O verity fs.img || fail "mkfs.ext4 -O verity"
 mkdir mnt && mount -o loop fs.img mnt || fail "cannot mount the verity-capable ext4"
 tb_defer "umount '$W/mnt'"
+tb_defer 'kill ${learner:-} ${enabler:-}; wait'
+# A kprobe on fsverity_ioctl_enable() says when the hash begins: polling
+# /proc/PID/syscall missed a round whose enabler never slept while polled
+# ("running" hides the syscall) and ended before the poll saw it.
+T=/sys/kernel/tracing
+[ -d $T ] || mount -t tracefs nodev $T 2>/dev/null || true
+[ -w $T/kprobe_events ] || fail "no tracefs kprobe_events"
+echo 'p:t_learn_verity fsverity_ioctl_enable' >>$T/kprobe_events ||
+	fail "cannot put a kprobe on fsverity_ioctl_enable"
+tb_defer "echo 0 >$T/events/kprobes/t_learn_verity/enable; echo '-:t_learn_verity' >>$T/kprobe_events"
+echo 1 >$T/events/kprobes/t_learn_verity/enable
+echo 1 >$T/tracing_on
 echo 1 >$VM/pbitmap_enabled
 echo 1 >$VM/pbitmap_learn
 echo 0 >$VM/pbitmap_learn_interval_s
@@ -76,21 +88,24 @@ for round in 1 2 3; do
 	i0=$(vmstat_counter pbitmap_learn_skip_integrity)
 	echo 3 >/proc/sys/vm/drop_caches
 	t0=$(date +%s%N)
+	echo >$T/trace
 	fsverity enable $f >enable.out 2>&1 &
 	enabler=$!
-	# Flush once fsverity is inside FS_IOC_ENABLE_VERITY (ioctl, 16;
-	# _IOW('f', 133, struct fsverity_enable_arg)), not after a fixed
-	# sleep: its own cold start after the drop took over a second on a
-	# loaded host, and a flush before the ioctl may write.
-	nr=""
+	# Flush once fsverity is inside FS_IOC_ENABLE_VERITY, not after a
+	# fixed sleep: its own cold start after the drop took over a second
+	# on a loaded host, and a flush before the ioctl may write.
+	seen=""
 	for _ in $(seq 600); do
-		read -r nr _ arg _ <"/proc/$enabler/syscall" 2>/dev/null || nr=""
-		[ "$nr" = 16 ] && [ "$arg" = 0x40806685 ] && break
-		nr=""
+		grep -q "fsverity-$enabler .*t_learn_verity:" $T/trace && seen=1 && break
 		kill -0 $enabler 2>/dev/null || break
 		sleep 0.05
 	done
-	[ "$nr" = 16 ] || fail "round $round: fsverity enable was not seen in FS_IOC_ENABLE_VERITY within 30 s"
+	if [ -z "$seen" ]; then
+		st=0
+		kill -0 $enabler 2>/dev/null || wait $enabler || st=$?
+		fail "round $round: fsverity enable was not seen in FS_IOC_ENABLE_VERITY within 30 s" \
+			"(exit $st after $((($(date +%s%N) - t0) / 1000000)) ms: $(cat enable.out))"
+	fi
 	sleep 0.3
 	echo 1 >$VM/pbitmap_learn_flush
 	t_flush=$(date +%s%N)
