@@ -771,7 +771,7 @@ output_ok() {	# W ROOT: W.out, gcc's .s appended, is the reference output
 	[ "$(sha256sum <"$1.out")" = "${ref[$1]}" ]
 }
 one_run() {	# W C K
-	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status line last='' ok
+	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status user sys line last='' ok
 	local -a run
 	run_of "$w" "$c"
 	root=$ROOT run=("${RUN[@]}")
@@ -803,11 +803,11 @@ one_run() {	# W C K
 	read -r r0 _ s0 _ </sys/block/$DEV/stat
 	if [ "$c" = preload ]; then
 		preload_list "$w"
-		/usr/bin/time -o time.out -f '%F %e %x' bash -c \
+		/usr/bin/time -o time.out -f '%F %e %x %U %S' bash -c \
 			'n=$1; shift; run=("${@:1:n}"); shift "$n"; cat -- "$@" >/dev/null && exec "${run[@]}"' \
 			preload ${#run[@]} "${run[@]}" "${PRELOAD[@]}" >"$w.out" 2>&1 </dev/null || true
 	else
-		/usr/bin/time -o time.out -f '%F %e %x' "${run[@]}" >"$w.out" 2>&1 </dev/null || true
+		/usr/bin/time -o time.out -f '%F %e %x %U %S' "${run[@]}" >"$w.out" 2>&1 </dev/null || true
 	fi
 	drain
 	read -r r1 _ s1 _ </sys/block/$DEV/stat
@@ -821,13 +821,13 @@ one_run() {	# W C K
 	set_condition off
 	# time writes "Command exited with non-zero status N" first on failure.
 	while read -r line; do last=$line; done <time.out
-	read -r maj wall status <<<"$last"
+	read -r maj wall status user sys <<<"$last"
 	ok=false
 	output_ok "$w" "$root" && [ "$status" = 0 ] && ok=true
 	[ $ok = true ] || cp "$w.out" "$OUT/bad-output.$w.$c.$3"
-	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0)),${pfloor[$w,$tree]}" >>"$OUT/bench.csv"
+	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0)),${pfloor[$w,$tree]},$user,$sys" >>"$OUT/bench.csv"
 }
-echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches,pages_submitted,physical_floor_requests" >"$OUT/bench.csv"
+echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches,pages_submitted,physical_floor_requests,user_s,sys_s" >"$OUT/bench.csv"
 for w in "${workloads[@]}"; do
 	n=$RUNS
 	[ "$w" = gcc ] && n=$GCC_RUNS

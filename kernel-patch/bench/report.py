@@ -11,7 +11,8 @@ RESULTS.csv has one row per cold start, with the columns
   cache_growth_kb, wall_s, output_ok
 and optionally floor_requests (the fewest read requests that could bring in
 the pages the run used, as the files lie on disk) and
-physical_floor_requests (ceil of the bytes it used / 256 KiB); other
+physical_floor_requests (ceil of the bytes it used / 256 KiB), and
+user_s and sys_s (the workload's CPU seconds, time(1)'s %U and %S); other
 columns are ignored.  Nothing is re-run: a
 figure can be re-drawn from the same CSV at any time, and the same CSV gives
 the same table byte for byte.
@@ -122,6 +123,9 @@ REQUIRED = ("workload", "condition", "run", "disk", "read_requests", "read_bytes
             "major_faults", "cache_growth_kb", "wall_s", "output_ok")
 FLOOR = "floor_requests"
 PHYS_FLOOR = "physical_floor_requests"
+# The workload's own CPU seconds (time(1)'s %U and %S; runs since
+# 2026-12-01): exec's in-kernel work is the process's system time.
+CPU_COLUMNS = ("user_s", "sys_s")
 
 
 class Figure(NamedTuple):
@@ -259,7 +263,7 @@ def read_runs(path: str) -> list:
             raise CsvError(f"{where}: empty workload, condition, run or disk")
         for fig in FIGURES:
             run[fig.column] = parse_number(row[fig.column], fig.column, where)
-        for col in (FLOOR, PHYS_FLOOR):
+        for col in (FLOOR, PHYS_FLOOR) + CPU_COLUMNS:
             value = (row.get(col) or "").strip()
             run[col] = parse_number(value, col, where) if value else None
         run["output_ok"] = parse_bool(row["output_ok"], where)
@@ -417,6 +421,10 @@ class Report:
             headers.append("req / floor")
         if has_phys:
             headers.append("physical floor")
+        has_cpu = all(r[c] is not None for r in self.runs if r["disk"] == disk
+                      for c in CPU_COLUMNS)
+        if has_cpu:
+            headers += ["user s", "sys s"]
         if WARM in self.conditions:
             headers.append("cold / warm")
         rows = []
@@ -436,6 +444,9 @@ class Report:
                 if has_phys:
                     pf = sorted({r[PHYS_FLOOR] for r in cell if r[PHYS_FLOOR] is not None})
                     row.append("/".join(fmt(v, 0) for v in pf) if pf else "-")
+                if has_cpu:
+                    for col in CPU_COLUMNS:
+                        row.append(f"{stats.median_iqr([r[col] for r in cell]).median:.3f}")
                 if WARM in self.conditions:
                     wall = self.summary(disk, workload, cond, "wall_s")
                     row.append(fmt_ratio(wall.median, warm.median) if warm else "-")

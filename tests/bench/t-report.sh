@@ -10,7 +10,8 @@
 # column or a run whose output differed is refused with a clear message
 # and leaves the previous output untouched; a daemon-gapN condition gets
 # its bound against off; issue 46's targets for plan-probed after a drop
-# and on a full machine, without slurp on the unthrottled disk.
+# and on a full machine, without slurp on the unthrottled disk; the
+# workload's CPU seconds as two columns where the CSV has them.
 
 # shellcheck source=tests/bench/benchlib.sh
 source "$(dirname "$0")/benchlib.sh"
@@ -440,3 +441,22 @@ grep -qE '^\| gdb +\| plan-probed +\| +6 +\| +1\.00 / - / - / 0\.9[01] +\| +-[0-
 	fail "gdb's row on the unthrottled disk (no slurp target): $(sed -n '/^none:/,$p' <<<"$section" | grep -E '^\| gdb')"
 "$PYTHON" "$REPORT" synthetic.csv | grep -q "Issue 46's targets" && fail "an issue 46 section without plan runs"
 echo "ok: issue 46's targets"
+
+# The workload's CPU seconds (user_s, sys_s): two columns of medians where
+# every run of the disk has them; none in a CSV without them.
+"$PYTHON" - <<'EOF2' || fail "cannot write cpu.csv"
+import csv
+with open("cpu.csv", "w", newline="") as f:
+    w = csv.writer(f, lineterminator="\n")
+    w.writerow(["workload", "condition", "run", "disk", "read_requests", "read_bytes",
+                "major_faults", "cache_growth_kb", "wall_s", "output_ok", "user_s", "sys_s"])
+    for run, (u, s) in enumerate(((0.20, 0.05), (0.30, 0.07), (0.25, 0.06)), start=1):
+        w.writerow(["python3", "off", run, "none", 100, 2**20, 1, 1000, 0.5, 1, u, s])
+        w.writerow(["python3", "plan", run, "none", 50, 2**20, 1, 1000, 0.6, 1, u, s + 0.04])
+EOF2
+"$PYTHON" "$REPORT" cpu.csv -o cpu.md 2>err || fail "report.py on cpu.csv: $(cat err)"
+grep -qE '^\| workload +\|.*\| user s +\| sys s +\|' cpu.md || fail "no CPU columns: $(grep '| workload' cpu.md | head -1)"
+grep -qE '^\| python3 +\| plan +\|.*\| +0\.250 +\| +0\.100 +\|$' cpu.md ||
+	fail "plan's CPU medians: $(grep -E '^\| python3 +\| plan ' cpu.md | head -1)"
+grep -q '| user s' table.md && fail "CPU columns in a table whose CSV has none"
+echo "ok: CPU seconds"

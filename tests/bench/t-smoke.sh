@@ -59,6 +59,8 @@ for r in rows:
     check(int(r["floor_requests"]) > 0, f"{tag}: request floor {r['floor_requests']}")
     check(int(r["physical_floor_requests"]) > 0,
           f"{tag}: physical floor {r['physical_floor_requests']}")
+    # python3's start-up runs its interpreter: CPU in user space and in the kernel.
+    check(float(r["user_s"]) > 0 and float(r["sys_s"]) > 0, f"{tag}: cpu user {r['user_s']} sys {r['sys_s']}")
     want_read = r["condition"] in ("full", "plan")
     check((int(r["pages_submitted"]) > 0) == want_read,
           f"{tag}: {r['pages_submitted']} pages submitted")
