@@ -48,8 +48,7 @@ tb_defer 'kill ${learner:-} ${enabler:-}; wait'
 # /proc/PID/syscall missed a round whose enabler never slept while polled
 # ("running" hides the syscall) and ended before the poll saw it.
 T=/sys/kernel/tracing
-[ -d $T ] || mount -t tracefs nodev $T 2>/dev/null || true
-[ -w $T/kprobe_events ] || fail "no tracefs kprobe_events"
+mountpoint -q "$T" || mount -t tracefs nodev "$T" || fail "cannot mount tracefs"
 echo 'p:t_learn_verity fsverity_ioctl_enable' >>$T/kprobe_events ||
 	fail "cannot put a kprobe on fsverity_ioctl_enable"
 tb_defer "echo 0 >$T/events/kprobes/t_learn_verity/enable; echo '-:t_learn_verity' >>$T/kprobe_events"
