@@ -42,6 +42,18 @@
 #            sets at boot): a fixed gap where a request is worth less
 #            transfer than the kernel's model says, else the model (-1)
 #   plan-probed-paced  plan-probed with its batch paced (as plan-paced)
+#   off-b, slurp-b  off and slurp in tree B, where every plan condition
+#            runs: B's directories and its stamped files are copies made at
+#            the job's start, laid out apart from A's, so that a cold start
+#            there reads other blocks in another order; a plan against the
+#            baselines in its own tree as well as in A
+#   plan-probed-meta  an experiment: plan-probed, the run preceded (inside
+#            its time) by meta-willneed, which asks for the bench disk's
+#            blocks an earlier cold plan-probed run of the workload read
+#            through the block device's page cache (directories, inode
+#            tables: meta_list()), joined across plan-probed's gap, all at
+#            once: what the path look-ups of a start-up would cost if their
+#            metadata were read in one batch
 #   plan-probed-later  plan-probed with the plan's files not in the dentry
 #            cache opened by a worker after exec
 #            (vm.pbitmap_plan_lookup_later=1; every other condition has 0,
@@ -125,7 +137,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-later | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-later | plan-probed-meta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -152,7 +164,7 @@ needs_series() {
 	return 0
 }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
-for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c; do
+for f in ground_truth.py stamp-truth.py jaccard.py floor.py pbitmap-run pbitmap-audit.so fill-evict.c meta-willneed.c; do
 	[ -e "$JOB/$f" ] || die "no $f beside the job (bench-run.sh copies it)"
 done
 ! needs_daemon || [ -x "$JOB/pbitmapd" ] || die "no pbitmapd beside the job (bench-run.sh copies it)"
@@ -209,6 +221,7 @@ fi
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
 if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
+	has_condition plan-probed-meta ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
@@ -345,16 +358,16 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | user | audit | preload | warm | pressure-off) ;;
+	off | off-b | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
-	slurp) slurp=1 ;;
+	slurp | slurp-b) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
 	exec) en=1 mmap=0 ;;
 	full | learned | pressure) en=1 ;;
 	plan | pressure-plan) en=1 plan=1 ;;
 	plan-paced) en=1 plan=1 inflight=-1 ;;
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
-	plan-probed | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
+	plan-probed | plan-probed-meta | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
@@ -449,10 +462,11 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	echo /var/tmp/bench/daemon-gap$n.conf
 }
 # DAEMON_FAULT_AROUND: PBITMAP_DAEMON_LEARN_FAULT_AROUND for tree D's
-# learning (keep, the default; off: every page touched faults, as the
-# ground truth is measured).
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=%s\n' \
-	"${DAEMON_FAULT_AROUND:-keep}" >daemon-learn.conf
+# learning (unset: the daemon's default, windows; keep; off: every page
+# touched faults, as the ground truth is measured).
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >daemon-learn.conf
+[ -z "${DAEMON_FAULT_AROUND-}" ] ||
+	echo "PBITMAP_DAEMON_LEARN_FAULT_AROUND=$DAEMON_FAULT_AROUND" >>daemon-learn.conf
 drop() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 # The pressure conditions' fill: a sparse file on the root disk (its reads
 # are neither disk reads nor vdb's), MemTotal + 25%.
@@ -763,6 +777,7 @@ run_of() {	# W C: sets ROOT (the tree C runs in) and RUN (W's command line under
 	RUN=(chroot "$ROOT")
 	[ "$2" = user ] && RUN+=(/usr/local/bin/pbitmap-run -q --)
 	[ "$2" = audit ] && RUN+=(/usr/bin/env LD_AUDIT=/usr/local/lib/pbitmap/pbitmap-audit.so)
+	[ "$2" = plan-probed-meta ] && RUN=("$META_WILLNEED" /dev/$DEV "$PWD/meta.$1" "${RUN[@]}")
 	# shellcheck disable=SC2206
 	RUN+=(${cmd[$1]})
 }
@@ -827,6 +842,57 @@ one_run() {	# W C K
 	[ $ok = true ] || cp "$w.out" "$OUT/bad-output.$w.$c.$3"
 	echo "$w,$c,$3,$DISK,$((r1 - r0)),$(((s1 - s0) * 512)),$maj,$(((c1 - c0))),$wall,$ok,${floor[$w,$tree]},$status,$((p1 - p0)),$((q1 - q0)),${pfloor[$w,$tree]},$user,$sys" >>"$OUT/bench.csv"
 }
+# --- plan-probed-meta: each workload's metadata blocks, from one cold
+# plan-probed run traced by filemap:mm_filemap_add_to_page_cache.  The
+# block device's own mapping is told from the files' by a page read
+# through it first (the disk's last block, which no run reads).
+META_WILLNEED=/var/tmp/bench/meta-willneed
+meta_list() {	# W: writes meta.W ("OFFSET LENGTH" lines, bytes of /dev/DEV)
+	local ev=$TRACEFS/events/filemap/mm_filemap_add_to_page_cache last gap_kb=$probe_gap
+	((gap_kb > 0)) || gap_kb=128
+	last=$(($(blockdev --getsize64 /dev/$DEV) / 4096 - 1))
+	drop
+	echo 0 >$TRACEFS/tracing_on && echo >$TRACEFS/trace && echo 1 >$ev/enable &&
+		echo 1 >$TRACEFS/tracing_on || die "meta_list: cannot trace $ev"
+	dd if=/dev/$DEV of=/dev/null bs=4096 skip=$last count=1 status=none ||
+		die "meta_list: cannot read /dev/$DEV's last block"
+	set_condition plan-probed
+	run_of "$1" plan-probed
+	"${RUN[@]}" >/dev/null 2>&1 </dev/null || true
+	set_condition off
+	echo 0 >$TRACEFS/tracing_on; echo 0 >$ev/enable
+	grep -v '^#' $TRACEFS/trace >"meta.$1.trace"
+	python3 - "meta.$1.trace" "$((last * 4096))" "$((gap_kb * 1024))" >"meta.$1" 2>"meta.$1.err" <<'PY' ||
+import re, sys
+calib, gap = int(sys.argv[2]), int(sys.argv[3])
+EV = re.compile(r'dev (\d+:\d+) ino ([0-9a-f]+) pfn=\S+ ofs=(\d+) order=(\d+)')
+events = [m.groups() for m in map(EV.search, open(sys.argv[1])) if m]
+keys = {(d, i) for d, i, o, _ in events if int(o) == calib}
+if len(keys) != 1:
+    sys.exit("the block device's mapping not found among %d events" % len(events))
+pages = sorted((int(o), 4096 << int(n)) for d, i, o, n in events
+               if (d, i) in keys and int(o) != calib)
+if not pages:
+    sys.exit("no metadata page read")
+runs = []
+for off, size in pages:
+    if runs and off <= runs[-1][1] + gap:
+        runs[-1][1] = max(runs[-1][1], off + size)
+    else:
+        runs.append([off, off + size])
+for a, b in runs:
+    print(a, b - a)
+PY
+		die "meta_list $1: $(tail -n 1 "meta.$1.err")"
+	log "metadata of $1: $(awk '{ n++; b += $2 } END { print n " ranges, " b / 1024 " KiB" }' "meta.$1")" \
+		"(pages joined across $gap_kb KiB)"
+}
+if has_condition plan-probed-meta; then
+	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS || die "plan-probed-meta: no tracefs"
+	gcc -std=c11 -O2 -Wall -Wextra -o $META_WILLNEED "$JOB/meta-willneed.c" || die "cannot build meta-willneed"
+	for w in "${workloads[@]}"; do meta_list "$w"; done
+fi
+
 echo "workload,condition,run,disk,read_requests,read_bytes,major_faults,cache_growth_kb,wall_s,output_ok,floor_requests,exit_status,prefetches,pages_submitted,physical_floor_requests,user_s,sys_s" >"$OUT/bench.csv"
 for w in "${workloads[@]}"; do
 	n=$RUNS

@@ -48,7 +48,8 @@
 #               disk without an optimal I/O size twice its largest request
 #               (8 MiB here) where 6.12 gives 128
 #   DAEMON_FAULT_AROUND  PBITMAP_DAEMON_LEARN_FAULT_AROUND while pbitmapd
-#               learns tree D (keep, its default; windows; off)
+#               learns tree D (windows, the daemon's default when unset;
+#               keep; off)
 #   RQ_TRACE    1: each timed run's block events on the bench disk (bios
 #               queued, by task; requests issued), OUTDIR/DISK/rq-trace/,
 #               summed by kernel-patch/bench/rq-by-task.py
@@ -165,7 +166,7 @@ for disk in $DISK; do
 	rm -rf "${job:?}" "${OUTDIR:?}/$disk" && mkdir -p "$job" "$OUTDIR/$disk"
 	cp "$HERE/bench-job.sh" "$job/"
 	cp "$TOP/tests/lib/ground_truth.py" "$TOP/tests/lib/jaccard.py" \
-		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" \
+		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" "$HERE/meta-willneed.c" \
 		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "$job/"
 	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
 	[ $daemon = 0 ] || cp "$PBITMAPD" "$job/pbitmapd"
@@ -182,7 +183,7 @@ for disk in $DISK; do
 	WORKLOADS="$WORKLOADS"
 	CONDITIONS="$CONDITIONS"
 	EXEC_BENCH=$exec_bench EXEC_REPEATS=${EXEC_REPEATS:-3} WAITS=$WAITS
-	DAEMON_FAULT_AROUND=${DAEMON_FAULT_AROUND:-keep}
+	DAEMON_FAULT_AROUND=${DAEMON_FAULT_AROUND:-}
 	SSD_READ_AHEAD_KB=${SSD_READ_AHEAD_KB:-}
 	RQ_TRACE=${RQ_TRACE:-0}
 	EOF
