@@ -11,10 +11,10 @@
 #     by a renamed copy: a write-open would fail a concurrent exec), while
 #     libgmp keeps its inode (written in place, into its other record slot,
 #     as the patched kernel writes it: learn_in_place counts it), so plans
-#     naming it stay valid.  Printed: the pages
-#     learned against those `pbitmap record` learns of the same program
-#     (faults against touched pages: fault-around hides the rest), and a
-#     cold start read ahead from each bitmap.
+#     naming it stay valid.  The pages learned with the default settings
+#     (fault-around off while a run is followed) are within 10% of those
+#     `pbitmap record` learns of the same program (touched pages); a
+#     cold start read ahead from each bitmap is printed.
 #   - the policy: an owner-policy program run by nobody is not learned; a
 #     --learn=every one run by nobody is, with PBITMAP_DAEMON_LEARN=every
 #     only, and stays root's, but only where no user can change what its
@@ -85,8 +85,9 @@ cmp -s 1.s 3.s || fail "cc1's output changed"
 d=$(newest cc1)
 pbitmap record -- ./cc1r -quiet -O2 x.c -o r.s 2>/dev/null || fail "pbitmap record of cc1"
 r=$(newest cc1r)
-[ "$d" -gt 0 ] && [ "$d" -le $((r + r / 20)) ] ||
-	fail "cc1: $d pages learned from its faults, $r touched (pbitmap record): faults are a subset"
+[ "$d" -ge $((r - r / 10)) ] && [ "$d" -le $((r + r / 20)) ] ||
+	fail "cc1: $d pages learned from its faults by default (fault-around off while followed)," \
+		"$r touched (pbitmap record): want within 10%"
 echo "owner: 3 runs of cc1 by root, 3 generations in cc1 and in libgmp (in place: the same inode);" \
 	"cc1's newest: $d pages" \
 	"faulted, of $r touched (pbitmap record, fault-around off): $((d * 100 / r))%"
@@ -212,7 +213,7 @@ f=$(newest cc1f)
 [ "$f" -ge $((r - r / 10)) ] && [ "$f" -le $((r + r / 10)) ] ||
 	fail "cc1 learned with fault-around off: $f pages, pbitmap record saw $r touched (want within 10%)"
 echo "fault-around off: cc1's learned generation $f pages, $((f * 100 / r))% of the $r pbitmap record" \
-	"sees touched (with fault-around: $d, $((d * 100 / r))%); fault_around_bytes $fa0 -> 4096 -> $fa0"
+	"sees touched (by default: $d, $((d * 100 / r))%); fault_around_bytes $fa0 -> 4096 -> $fa0"
 learning_daemon fa-windows.conf
 [ "$(cat $KNOB)" = "$fa0" ] || fail "LEARN_FAULT_AROUND=windows: fault_around_bytes $(cat $KNOB) with no run followed"
 ./slow &

@@ -205,7 +205,7 @@ int config_load(const char *path)
 	pbd.cfg = (struct config){ .gap = default_gap(), .budget = 256 << 20, .pressure = 10,
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
-				 .learn_plans = true };
+				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS };
 	fp = fopen(path, "re");
 	if (!fp)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");

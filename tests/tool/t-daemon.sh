@@ -69,10 +69,14 @@ bad 'PBITMAP_DAEMON_LEARN_PLANS=maybe\n' "line 1: PBITMAP_DAEMON_LEARN_PLANS=may
 bad 'PBITMAP_DAEMON_LEARN_FAULT_AROUND=never\n' "line 1: PBITMAP_DAEMON_LEARN_FAULT_AROUND=never is not keep, windows or off"
 bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '1001' is not a number from 0 to 1000"
 bad 'PBITMAP_DAEMON_READ_PROGRAM=maybe\n' "line 1: PBITMAP_DAEMON_READ_PROGRAM=maybe is not auto, yes or no"
-printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=windows\n' >plans.conf
+printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=keep\n' >plans.conf
 expect_status 0 "$PBITMAPD" --print-config -c plans.conf
 grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
-grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND keep (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+# fault-around off while a learned run is followed, unless told otherwise
+: >empty.conf
+expect_status 0 "$PBITMAPD" --print-config -c empty.conf
+grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_HOLD_EXEC_MS 0 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 # nothing kept (no daemon changed fault_around_bytes): nothing to put back
