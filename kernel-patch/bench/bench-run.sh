@@ -50,6 +50,8 @@
 #   DAEMON_FAULT_AROUND  PBITMAP_DAEMON_LEARN_FAULT_AROUND while pbitmapd
 #               learns tree D (windows, the daemon's default when unset;
 #               keep; off)
+#   KEEP_DISK   1: keep the bench disk after the boot, OUTDIR/disk-DISK.img
+#               (sparse, the image's size), to read its learned trees
 #   RQ_TRACE    1: each timed run's block events on the bench disk (bios
 #               queued, by task; requests issued), OUTDIR/DISK/rq-trace/,
 #               summed by kernel-patch/bench/rq-by-task.py
@@ -254,7 +256,9 @@ for disk in $DISK; do
 		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
 	kill "$progress_pid" "$qmp_pid" 2>/dev/null || true
 	[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
-	rm -f "$disk_img"
+	# KEEP_DISK=1: the bench disk kept as OUTDIR/disk-DISK.img, for the
+	# learned trees to be read on the host (pbitmap show) after the boot
+	if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
 	tail -n 3 "$OUTDIR/$disk/vm.out"
 	((rc == 0)) || die "disk $disk: the guest job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/results/output" 2>/dev/null)"
 	csv=$OUTDIR/$disk/results/bench.csv
