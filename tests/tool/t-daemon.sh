@@ -73,12 +73,12 @@ printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=keep\n'
 expect_status 0 "$PBITMAPD" --print-config -c plans.conf
 grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND keep (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_HOLD_EXEC_MS 0 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 # fault-around off while a learned run is followed, unless told otherwise
 : >empty.conf
 expect_status 0 "$PBITMAPD" --print-config -c empty.conf
 grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
-grep -qx "PBITMAP_DAEMON_HOLD_EXEC_MS 0 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
-grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 # nothing kept (no daemon changed fault_around_bytes): nothing to put back
 expect_status 0 "$PBITMAPD" --restore-fault-around -s "$d/status"
 printf 'junk\n' >"$d/fault-around-bytes"
