@@ -231,9 +231,11 @@ fi
 # bios as their tasks queue them and requests as issued, in rq-trace/W.C.K
 # (kernel-patch/bench/rq-by-task.py sums them by task).
 TRACEFS=/sys/kernel/tracing RQ_EVENTS="block_bio_queue block_rq_issue"
+need_tracefs() {	# WHO: tracefs mounted, or die saying who needed it
+	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS || die "$1: no tracefs at $TRACEFS"
+}
 if [ "${RQ_TRACE:-0}" = 1 ]; then
-	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS ||
-		die "RQ_TRACE=1: no tracefs at $TRACEFS"
+	need_tracefs RQ_TRACE=1
 	IFS=: read -r dev_major dev_minor </sys/block/$DEV/dev
 	for ev in $RQ_EVENTS; do
 		[ -d $TRACEFS/events/block/$ev ] || die "RQ_TRACE=1: no block:$ev event"
@@ -862,25 +864,21 @@ meta_list() {	# W: writes meta.W ("OFFSET LENGTH" lines, bytes of /dev/DEV)
 	set_condition off
 	echo 0 >$TRACEFS/tracing_on; echo 0 >$ev/enable
 	grep -v '^#' $TRACEFS/trace >"meta.$1.trace"
-	python3 - "meta.$1.trace" "$((last * 4096))" "$((gap_kb * 1024))" >"meta.$1" 2>"meta.$1.err" <<'PY' ||
+	python3 - "meta.$1.trace" "$((last * 4096))" "$((gap_kb * 1024))" "$JOB" >"meta.$1" 2>"meta.$1.err" <<'PY' ||
 import re, sys
+sys.path.insert(0, sys.argv[4])
+from floor import merge
 calib, gap = int(sys.argv[2]), int(sys.argv[3])
 EV = re.compile(r'dev (\d+:\d+) ino ([0-9a-f]+) pfn=\S+ ofs=(\d+) order=(\d+)')
 events = [m.groups() for m in map(EV.search, open(sys.argv[1])) if m]
 keys = {(d, i) for d, i, o, _ in events if int(o) == calib}
 if len(keys) != 1:
     sys.exit("the block device's mapping not found among %d events" % len(events))
-pages = sorted((int(o), 4096 << int(n)) for d, i, o, n in events
-               if (d, i) in keys and int(o) != calib)
+pages = [(int(o), int(o) + (4096 << int(n))) for d, i, o, n in events
+         if (d, i) in keys and int(o) != calib]
 if not pages:
     sys.exit("no metadata page read")
-runs = []
-for off, size in pages:
-    if runs and off <= runs[-1][1] + gap:
-        runs[-1][1] = max(runs[-1][1], off + size)
-    else:
-        runs.append([off, off + size])
-for a, b in runs:
+for a, b in merge(pages, gap):
     print(a, b - a)
 PY
 		die "meta_list $1: $(tail -n 1 "meta.$1.err")"
@@ -888,7 +886,7 @@ PY
 		"(pages joined across $gap_kb KiB)"
 }
 if has_condition plan-probed-meta; then
-	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS || die "plan-probed-meta: no tracefs"
+	need_tracefs plan-probed-meta
 	gcc -std=c11 -O2 -Wall -Wextra -o $META_WILLNEED "$JOB/meta-willneed.c" || die "cannot build meta-willneed"
 	for w in "${workloads[@]}"; do meta_list "$w"; done
 fi

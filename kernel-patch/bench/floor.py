@@ -63,12 +63,13 @@ class FloorError(Exception):
     pass
 
 
-def merge(ranges):
+def merge(ranges, gap=0):
     """Sorted, coalesced [start, end) byte ranges: adjacent or overlapping
-    ranges become one."""
+    ranges become one, and so do ranges at most `gap` bytes apart (the gap
+    then read with them)."""
     out = []
     for start, end in sorted(r for r in ranges if r[1] > r[0]):
-        if out and start <= out[-1][1]:
+        if out and start <= out[-1][1] + gap:
             out[-1][1] = max(out[-1][1], end)
         else:
             out.append([start, end])
