@@ -88,6 +88,10 @@
 #   daemon-probed, pressure-daemon-probed  daemon with the gap it takes from
 #            pbitmap-device-gap.service: the gap `pbitmap device-gap`
 #            measures on the bench disk, or its default where that is -1
+#   daemon-nometa  daemon without its metadata lists
+#            (PBITMAP_DAEMON_METADATA=no): each start-up's look-ups read
+#            their directory and inode blocks one at a time, as before the
+#            lists (pbitmapd's meta.c); daemon has them
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the
@@ -146,7 +150,7 @@ needs_b() {
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
-in_tree_d() { case $1 in daemon | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_d() { case $1 in daemon | daemon-nometa | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
 is_daemon() { in_tree_d "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; *) false ;; esac; }
 needs_d() {
 	local c
@@ -450,6 +454,10 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap ;;
 	daemon-gap[0-9]*) ;;
+	daemon-nometa)
+		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' \
+			>/var/tmp/bench/daemon-nometa.conf
+		echo /var/tmp/bench/daemon-nometa.conf; return ;;
 	*-hold | *-hold[0-9]*)
 		n=${1##*-hold}
 		[ -f /var/tmp/bench/daemon-hold$n.conf ] ||

@@ -27,7 +27,7 @@ for f in sys.argv[1:]:
 DPID=
 start_daemon() {	# CONF [OPTION...]: pbitmapd with $W/CONF, once its status is written
 	rm -f "$W/status"
-	"$PBITMAPD" "${@:2}" -c "$W/$1" -s "$W/status" 2>>"$W/daemon.log" &
+	"$PBITMAPD" -S "$W/state" "${@:2}" -c "$W/$1" -s "$W/status" 2>>"$W/daemon.log" &
 	DPID=$!
 	for _ in $(seq 100); do [ -s "$W/status" ] && return 0; sleep 0.1; done
 	fail "pbitmapd wrote no status file in 10 s"

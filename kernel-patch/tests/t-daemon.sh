@@ -45,7 +45,7 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >conf	# learning: t-daemo
 DPID=
 start_daemon() {
 	rm -f status
-	"$PBITMAPD" -v -c "$W/conf" -s "$W/status" 2>>"$W/daemon.log" &
+	"$PBITMAPD" -v -c "$W/conf" -s "$W/status" -S "$W/state" 2>>"$W/daemon.log" &
 	DPID=$!
 	for _ in $(seq 100); do [ -s status ] && return 0; sleep 0.1; done
 	fail "pbitmapd wrote no status file in 10 s"

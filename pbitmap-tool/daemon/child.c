@@ -329,8 +329,9 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
 }
 
 /*
- * One stamped exec: the task taken (before any read, while it runs), the
- * program's own pages read (they are needed first), then, in its root
+ * One stamped exec: the task taken (before any read, while it runs), its
+ * metadata list read (meta.c; as root, before the task's identity is
+ * taken), the program's own pages read (they are needed first), then, in its root
  * and as its user, its plan or its libraries.  The pages left to a plan
  * (exe_record()) that then is not followed, or does not read them all,
  * are read after it, as the kernel reads them.  A held exec (hold.c) goes
@@ -356,6 +357,9 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
 	ret = PB_FAIL;
 	if (!fstat(exe_fd, &st)) {
+		/* first: the start-up's look-ups come before its faults on most pages */
+		r.meta = meta_read(exe_fd, &st, r.p.gap, r.p.budget, &r.meta_bytes);
+		r.p.budget = r.p.budget > r.meta_bytes ? r.p.budget - r.meta_bytes : 1;
 		r.p.exe_to_kernel = program_to_kernel(st.st_dev);
 		ret = exe_record(exe_fd, &st, r.gone, &rec, &r.p);
 	}

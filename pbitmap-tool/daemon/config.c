@@ -61,6 +61,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_LEARN_FAULT_AROUND] = "PBITMAP_DAEMON_LEARN_FAULT_AROUND",
 	[PBD_SET_HOLD_EXEC] = "PBITMAP_DAEMON_HOLD_EXEC_MS",
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
+	[PBD_SET_METADATA] = "PBITMAP_DAEMON_METADATA",
 };
 
 /* The words of the three-valued settings, in their enums' order. */
@@ -148,6 +149,10 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		if (!config_bool(val, &pbd.cfg.learn_plans))
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
 		break;
+	case PBD_SET_METADATA:
+		if (!config_bool(val, &pbd.cfg.metadata))
+			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
+		break;
 	case PBD_SET_LEARN_FAULT_AROUND:
 		if (config_word(path, line, key, val, fault_around_names, &v))
 			return PB_FAIL;
@@ -205,7 +210,8 @@ int config_load(const char *path)
 	pbd.cfg = (struct config){ .gap = default_gap(), .budget = 256 << 20, .pressure = 10,
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
-				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS };
+				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS,
+				 .metadata = true };
 	fp = fopen(path, "re");
 	if (!fp)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");
@@ -402,6 +408,9 @@ int config_print(void)
 			break;
 		case PBD_SET_READ_PROGRAM:
 			snprintf(val, sizeof(val), "%s", read_program_names[c->read_program]);
+			break;
+		case PBD_SET_METADATA:
+			snprintf(val, sizeof(val), "%s", c->metadata ? "yes" : "no");
 			break;
 		default:
 			snprintf(val, sizeof(val), "%" PRIu64, c->hold_exec_ms);

@@ -17,6 +17,14 @@
  *     as well as the ones that read (the filemap tracepoints see only the
  *     second kind: a page prefetched is mapped without ->fault).
  *   - sched_process_exit: the learner's leader exits; the daemon writes.
+ *   - bdev_getblk (fentry, optional): every look-up of a file system's
+ *     metadata block in the block device's cache (ext4's directory, inode
+ *     table and extent blocks; buffer heads) by a learner, or by the
+ *     daemon's reader child serving its exec (@helpers): the blocks its
+ *     path look-ups need, cached or not, which the daemon reads in one
+ *     batch at the program's next exec (meta.c).  A look-up, not a read:
+ *     what the daemon itself read ahead is not taken for a need.  Not
+ *     attached where the kernel has no such function (learn.c).
  *
  * What this cannot see, and the kernel series can: a fault maps up to
  * fault_around_bytes (64 KiB) of cached pages around the faulting one,
@@ -46,6 +54,10 @@ struct inode {
 
 struct file {
 	struct inode *f_inode;
+} __attribute__((preserve_access_index));
+
+struct block_device {
+	__u32 bd_dev;
 } __attribute__((preserve_access_index));
 
 struct mm_struct;
@@ -91,6 +103,18 @@ struct {
 	__type(key, __u32);
 	__type(value, __u64);
 } learners SEC(".maps");
+
+/*
+ * The daemon's reader child -> the task whose exec it reads ahead for
+ * (learn_helper()): its look-ups are that start-up's.  LRU: a child
+ * whose entry was not removed (learn_reaped()) makes room in time.
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, __u32);
+} helpers SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -205,6 +229,43 @@ int BPF_PROG(pbd_exit, struct task_struct *p)
 		return 0;
 	bpf_map_delete_elem(&learners, &tgid);
 	e.tgid = tgid;
+	emit(&e);
+	return 0;
+}
+
+/* The learner a look-up by the current task counts for, or 0. */
+static __u32 meta_learner(void)
+{
+	__u32 tgid = bpf_get_current_pid_tgid() >> 32, *served;
+	__u64 *until = bpf_map_lookup_elem(&learners, &tgid);
+
+	if (!until) {
+		served = bpf_map_lookup_elem(&helpers, &tgid);
+		if (!served)
+			return 0;
+		tgid = *served;
+		until = bpf_map_lookup_elem(&learners, &tgid);
+	}
+	if (!until || bpf_ktime_get_ns() > *until)
+		return 0;
+	return tgid;
+}
+
+SEC("fentry/bdev_getblk")
+int BPF_PROG(pbd_meta, struct block_device *bdev, __u64 block, unsigned int size,
+	     unsigned int gfp)
+{
+	struct pbd_learn_event e = { .kind = PBD_LEARN_META };
+	__u64 first, last;
+
+	e.tgid = meta_learner();
+	if (!e.tgid || !size)
+		return 0;
+	first = block * size >> PAGE_SHIFT;
+	last = (block * size + size - 1) >> PAGE_SHIFT;
+	e.dev = bdev->bd_dev;
+	e.index = first;
+	e.nr = last - first + 1;
 	emit(&e);
 	return 0;
 }

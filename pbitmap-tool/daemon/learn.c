@@ -43,6 +43,9 @@
  *     generation, a start-up plan of the files the run faulted on, in
  *     first-fault order (learn_plan(); PBITMAP_DAEMON_LEARN_PLANS).  The
  *     tool's plan writer builds it (planfiles.c), as for `pbitmap plan`.
+ *   - Metadata: the blocks of the program's block device its start-up
+ *     looked up (its path look-ups' directories and inodes), kept by
+ *     meta.c, which reads them in one batch at its next exec.
  */
 #include <endian.h>
 #include <errno.h>
@@ -62,6 +65,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
 #include "pbitmapd.h"
@@ -96,6 +100,8 @@ extern const char pbd_learn_obj[], pbd_learn_obj_end[];
  */
 #define FILE_CHUNKS	256
 #define ALL_CHUNKS	16384
+/* Metadata pages of one run (meta.c): 16 MiB of its device; more are dropped. */
+#define META_MAX_PAGES	4096
 /* Events handled per turn of the event loop: a flood starves nothing else. */
 #define EVENTS_PER_TURN	4096
 
@@ -122,6 +128,7 @@ struct learner {
 	int root;		/* O_PATH descriptor of its root */
 	char root_path[PATH_MAX];	/* the same, as /proc/PID/maps names files */
 	uint64_t until_ms;
+	struct pb_pageset meta;	/* the pages of exe_dev's metadata it looked up */
 	size_t nr_files;
 	struct learn_file files[MAX_FILES];
 };
@@ -129,7 +136,7 @@ struct learner {
 static struct {
 	struct bpf_object *obj;
 	struct ring_buffer *rb;
-	int learnable_fd, learners_fd, stats_fd;
+	int learnable_fd, learners_fd, stats_fd, helpers_fd;
 	size_t nr_learners;
 	size_t chunks;		/* of all learners' page sets */
 	unsigned int events;	/* handled this turn */
@@ -138,7 +145,7 @@ static struct {
 	struct { dev_t dev; ino_t ino; uint64_t when_ms; } last[MAX_PROGRAMS];
 	unsigned int last_next;
 	int report_fd;
-} L = { .learnable_fd = -1, .learners_fd = -1, .stats_fd = -1 };
+} L = { .learnable_fd = -1, .learners_fd = -1, .stats_fd = -1, .helpers_fd = -1 };
 /* the runs followed: zeroed, outside L's initialiser, so not carried in the binary */
 static struct learner learners[MAX_LEARNERS];
 
@@ -181,6 +188,8 @@ static void learner_free(struct learner *l)
 		L.chunks -= l->files[i].pages.nr;
 		pb_pageset_free(&l->files[i].pages);
 	}
+	L.chunks -= l->meta.nr;
+	pb_pageset_free(&l->meta);
 	if (l->root >= 0)
 		close(l->root);
 	if (l->pidfd >= 0)
@@ -389,6 +398,28 @@ static void on_fault(const struct pbd_learn_event *e)
 	L.chunks += f->pages.nr - nr;
 }
 
+/*
+ * A look-up of a metadata block by @e's learner or its reader child: kept
+ * when on the program's own device (the one its list is read from).
+ */
+static void on_meta(const struct pbd_learn_event *e)
+{
+	struct learner *l = learner_find((pid_t)e->tgid);
+	size_t nr;
+
+	if (!l || !pbd.cfg.metadata || user_dev(e->dev) != l->exe_dev)
+		return;
+	nr = l->meta.nr;
+	for (uint64_t i = 0; i < e->nr && i < 16; i++) {
+		if (pb_pageset_count(&l->meta) >= META_MAX_PAGES || L.chunks >= ALL_CHUNKS ||
+		    pb_pageset_add(&l->meta, e->index + i)) {
+			pbd.n.learn_lost++;
+			break;
+		}
+	}
+	L.chunks += l->meta.nr - nr;
+}
+
 static int on_event(void *ctx, void *data, size_t size)
 {
 	struct pbd_learn_event e;
@@ -402,6 +433,8 @@ static int on_event(void *ctx, void *data, size_t size)
 		on_exec(&e);
 	} else if (e.kind == PBD_LEARN_FAULT) {
 		on_fault(&e);
+	} else if (e.kind == PBD_LEARN_META) {
+		on_meta(&e);
 	} else if (e.kind == PBD_LEARN_EXIT) {
 		l = learner_find((pid_t)e.tgid);
 		if (l)
@@ -612,6 +645,8 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 		pbd.n.learn_skip_plan += plan < 0;
 		if (is_program(l, lf)) {
 			r->relearn = true;
+			r->was_dev = lf->dev;
+			r->was_ino = lf->ino;
 			r->rec_flags = le32toh(pb_hdr(&f.rec)->flags);
 			r->exe = f.st;	/* the new version's (pb_commit) */
 		}
@@ -728,6 +763,11 @@ static unsigned int writers_running(void)
  */
 bool learn_reaped(pid_t pid, bool killed)
 {
+	if (L.helpers_fd >= 0) {
+		__u32 key = (__u32)pid;
+
+		bpf_map_delete_elem(L.helpers_fd, &key);
+	}
 	for (size_t i = 0; i < MAX_WRITERS; i++)
 		if (L.writers[i] == pid) {
 			L.writers[i] = 0;
@@ -742,6 +782,8 @@ static void learn_finish(struct learner *l)
 	bool any = false;
 	pid_t child;
 
+	/* before the writer: a program rewritten by it has its list moved after (main.c) */
+	meta_save(l->exe_dev, l->exe_ino, &l->meta);
 	for (size_t i = 0; i < l->nr_files; i++)
 		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);
 	/* a few writers at once: no user fills the daemon's children */
@@ -767,6 +809,27 @@ static void learn_finish(struct learner *l)
 
 /* ---- what the event loop calls ------------------------------------------- */
 
+/*
+ * The metadata look-ups' attach point, bdev_getblk(), is not loaded where
+ * the running kernel has no such function (before 6.7) or metadata lists
+ * are off: learning goes on without them.
+ */
+static void meta_attach_point(void)
+{
+	struct bpf_program *prog = bpf_object__find_program_by_name(L.obj, "pbd_meta");
+	struct btf *vmlinux = btf__load_vmlinux_btf();
+	bool there = vmlinux && btf__find_by_name_kind(vmlinux, "bdev_getblk", BTF_KIND_FUNC) > 0;
+
+	btf__free(vmlinux);
+	if (!prog || (there && pbd.cfg.metadata))
+		return;
+	bpf_program__set_autoload(prog, false);
+	if (pbd.cfg.metadata) {
+		pbd.cfg.metadata = false;
+		pb_note(NULL, "this kernel has no bdev_getblk(): metadata lists are off");
+	}
+}
+
 int learn_start(int report_fd)
 {
 	struct pbd_learn_config cfg = { .window_ns = pbd.cfg.learn_window_ms * 1000000 };
@@ -782,9 +845,15 @@ int learn_start(int report_fd)
 	libbpf_set_print(quiet_libbpf);
 	L.obj = bpf_object__open_mem(pbd_learn_obj, (size_t)(pbd_learn_obj_end - pbd_learn_obj),
 				     NULL);
-	err = L.obj ? bpf_object__load(L.obj) : -errno;
+	err = L.obj ? 0 : -errno;
+	if (!err)
+		meta_attach_point();
+	if (!err)
+		err = bpf_object__load(L.obj);
 	if (!err) {
 		bpf_object__for_each_program(prog, L.obj) {
+			if (!bpf_program__autoload(prog))
+				continue;
 			if (nr_links == sizeof(links) / sizeof(links[0]) ||
 			    !(links[nr_links++] = bpf_program__attach(prog))) {
 				err = -errno;
@@ -796,6 +865,7 @@ int learn_start(int report_fd)
 		L.learnable_fd = bpf_object__find_map_fd_by_name(L.obj, "learnable");
 		L.learners_fd = bpf_object__find_map_fd_by_name(L.obj, "learners");
 		L.stats_fd = bpf_object__find_map_fd_by_name(L.obj, "stats");
+		L.helpers_fd = bpf_object__find_map_fd_by_name(L.obj, "helpers");
 		L.rb = ring_buffer__new(bpf_object__find_map_fd_by_name(L.obj, "events"),
 					on_event, NULL, NULL);
 		if (!L.rb || bpf_map_update_elem(bpf_object__find_map_fd_by_name(L.obj, "config"),
@@ -809,7 +879,7 @@ int learn_start(int report_fd)
 		bpf_object__close(L.obj);
 		L.rb = NULL;
 		L.obj = NULL;
-		L.learnable_fd = L.learners_fd = L.stats_fd = -1;
+		L.learnable_fd = L.learners_fd = L.stats_fd = L.helpers_fd = -1;
 		pb_error(NULL, "learning is off: its BPF programs did not load (%s); "
 			 "pbitmapd needs a kernel with BTF (6.12 or later)", strerror(-err));
 		return PB_FAIL;
@@ -841,6 +911,15 @@ void learn_tick(void)
 bool learn_pending(void)
 {
 	return L.nr_learners > 0;
+}
+
+/* @child, a reader, serves @serves' exec: its look-ups count for that run. */
+void learn_helper(pid_t child, pid_t serves)
+{
+	__u32 key = (__u32)child, value = (__u32)serves;
+
+	if (L.helpers_fd >= 0 && pbd.cfg.metadata)
+		bpf_map_update_elem(L.helpers_fd, &key, &value, BPF_ANY);
 }
 
 /*

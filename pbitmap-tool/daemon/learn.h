@@ -12,6 +12,9 @@ enum pbd_learn_kind {
 	PBD_LEARN_EXEC = 1,	/* a learner's exec: @dev, @ino are the program's */
 	PBD_LEARN_FAULT = 2,	/* a learner's page fault on a file mapping */
 	PBD_LEARN_EXIT = 3,	/* the learner's thread group leader exited */
+	PBD_LEARN_META = 4,	/* a learner's (or its reader child's) look-up of a
+				 * block of file-system metadata: @dev is the block
+				 * device, @index its first page, @nr its pages */
 };
 
 struct pbd_learn_event {
@@ -23,6 +26,7 @@ struct pbd_learn_event {
 	__u64 ino;
 	__u64 index;		/* FAULT: the page's index in the file */
 	__u64 start;		/* EXEC: the process's start (start_boottime, ns) */
+	__u64 nr;		/* META: pages from @index */
 };
 
 /* The programs whose runs may be learned (learnable map). */

@@ -76,7 +76,7 @@ uint64_t now_ms(void)
 }
 
 static const char usage_text[] =
-	"Usage: pbitmapd [-c FILE] [-s FILE] [-v]\n"
+	"Usage: pbitmapd [-c FILE] [-s FILE] [-S DIR] [-v]\n"
 	"       pbitmapd --check-enabled [-c FILE]\n"
 	"       pbitmapd --print-config [-c FILE]\n"
 	"       pbitmapd --restore-fault-around [-s FILE]\n"
@@ -84,6 +84,7 @@ static const char usage_text[] =
 	"\n"
 	"  -c, --config FILE   settings (default " DEFAULT_CONFIG ")\n"
 	"  -s, --status FILE   where to keep the counters (default " PB_DAEMON_STATUS ")\n"
+	"  -S, --state-dir DIR where to keep the metadata lists (default " PB_DAEMON_STATE ")\n"
 	"  -v, --verbose       log every stamped exec\n"
 	"      --check-enabled exit 0 if the settings enable the daemon, else 1\n"
 	"      --print-config  print the settings it would run with, and their sources\n"
@@ -267,8 +268,10 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 		child = fork();
 		if (child == 0)
 			exec_child(m->fd, m->pid, pidfd, report_fd);
-		if (child > 0)
+		if (child > 0) {
 			kid_started(child, CHILD_SECONDS, m->pid);
+			learn_helper(child, m->pid);
+		}
 		else
 			pbd.n.skip_failed++;
 	}
@@ -439,10 +442,15 @@ static void add_report(const struct report *r)
 {
 	if (r->learn) {
 		add_learn_report(&r->n);
-		if (r->relearn)
+		if (r->relearn) {
+			meta_moved(r->was_dev, r->was_ino, &r->exe);
 			learn_allow(&r->exe, r->rec_flags);
+		}
 		return;
 	}
+	pbd.n.meta_read += r->meta > 0;
+	pbd.n.meta_stale += r->meta < 0;
+	pbd.n.meta_bytes += r->meta_bytes;
 	if (r->has_record)
 		learn_allow(&r->exe, r->rec_flags);
 	pbd.n.skip_budget += r->p.skip_budget;
@@ -487,6 +495,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
 	COUNTER(learn_lost), COUNTER(learn_events_lost),
+	COUNTER(meta_learned), COUNTER(meta_read), COUNTER(meta_stale), COUNTER(meta_bytes),
 };
 
 /* The CPU time of the daemon's children it has reaped (readers, writers). */
@@ -713,6 +722,7 @@ static int start(void)
 	}
 	if (mlockall(MCL_CURRENT) && pb_verbose)
 		pb_note(NULL, "cannot lock its pages in memory (mlockall): %s", strerror(errno));
+	meta_start();
 	pbd.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
 	pbd.kernel_learn_fd = open("/proc/sys/vm/pbitmap_learn", O_RDONLY | O_CLOEXEC);
 	return serve(fan, fan_open);
@@ -723,6 +733,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "config", required_argument, NULL, 'c' },
 		{ "status", required_argument, NULL, 's' },
+		{ "state-dir", required_argument, NULL, 'S' },
 		{ "check-enabled", no_argument, NULL, 'E' },
 		{ "print-config", no_argument, NULL, 'P' },
 		{ "restore-fault-around", no_argument, NULL, 'R' },
@@ -735,11 +746,14 @@ int main(int argc, char **argv)
 
 	pb_progname = "pbitmapd";
 	pbd.status_path = PB_DAEMON_STATUS;
-	while ((c = pb_getopt(argc, argv, "c:s:", longopts)) != -1) {
+	pbd.state_dir = PB_DAEMON_STATE;
+	while ((c = pb_getopt(argc, argv, "c:s:S:", longopts)) != -1) {
 		if (c == 'c')
 			config = optarg;
 		else if (c == 's')
 			pbd.status_path = optarg;
+		else if (c == 'S')
+			pbd.state_dir = optarg;
 		else if (c == 'E')
 			check = true;
 		else if (c == 'P')

@@ -4,7 +4,8 @@
  * settings), marks.c (the filesystems watched), budget.c (what the machine
  * can spare), child.c (one exec's or open's read-ahead, in a child),
  * learn.c and learn.bpf.c (learning), faultaround.c (fault-around off while
- * learning), hold.c (execs held until their read-ahead is submitted).
+ * learning), hold.c (execs held until their read-ahead is submitted),
+ * meta.c (the metadata blocks of a start-up's look-ups, in one batch).
  */
 #ifndef PBITMAPD_H
 #define PBITMAPD_H
@@ -58,7 +59,8 @@ struct fanotify_event_info_pidfd {
 enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
-	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SETTINGS
+	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SET_METADATA,
+	PBD_SETTINGS
 };
 
 struct config {
@@ -79,6 +81,7 @@ struct config {
 	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
 	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program;
+	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists */
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
@@ -96,6 +99,8 @@ struct counters {
 	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
 	uint64_t learn_skip_recent, learn_skip_policy, learn_skip_changed, learn_skip_failed;
 	uint64_t learn_lost, learn_events_lost;
+	/* metadata lists (meta.c): written, read at an exec, not read (stale), bytes read */
+	uint64_t meta_learned, meta_read, meta_stale, meta_bytes;
 };
 
 /* A child's report, one write() (atomic: less than PIPE_BUF). */
@@ -109,13 +114,18 @@ struct report {
 	uint32_t rec_flags;	/* its flags, */
 	struct stat exe;	/* and the program's fstat() */
 	bool learn;		/* a learning run written: its counters in @n, */
-	bool relearn;		/* and the program's new inode, rewritten (@exe) */
+	bool relearn;		/* and the program's new inode, rewritten (@exe), */
+	dev_t was_dev;		/* in place of this one */
+	ino_t was_ino;
+	int meta;		/* an exec: its metadata list read (1), none (0), stale (-1), */
+	uint64_t meta_bytes;	/* so many bytes asked for */
 	struct counters n;
 };
 
 struct pbd_state {
 	struct config cfg;
 	const char *status_path;
+	const char *state_dir;	/* --state-dir: the metadata lists (meta.c) */
 	dev_t local[MAX_LOCAL_FS];
 	/* their WILLNEED chunks, for the children (pb_willneed_use_table()) */
 	uint64_t chunks[MAX_LOCAL_FS];
@@ -185,6 +195,14 @@ void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
 bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
+void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves' exec */
+
+/* meta.c: the metadata lists */
+int meta_start(void);
+void meta_save(dev_t dev, ino_t ino, const struct pb_pageset *pages);
+void meta_moved(dev_t dev, ino_t ino, const struct stat *now);
+int meta_read(int exe_fd, const struct stat *st, uint64_t gap, uint64_t budget,
+	      uint64_t *bytes);
 
 /* hold.c */
 void hold_allow(int fan, int fd);

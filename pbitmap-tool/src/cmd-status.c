@@ -60,6 +60,10 @@ static const struct {
 	{ "learn_skip_failed", "files not written: busy, locked, read-only, or an error" },
 	{ "learn_lost", "runs or files not followed: too many at once, or gone" },
 	{ "learn_events_lost", "faults the BPF ring buffer had no room for" },
+	{ "meta_learned", "metadata lists written: the blocks a start-up's look-ups needed" },
+	{ "meta_read", "stamped execs whose metadata list was read ahead" },
+	{ "meta_stale", "metadata lists not read: another filesystem's, or not one" },
+	{ "meta_bytes", "bytes of metadata requested" },
 };
 
 /* A state the status file gives as a number: its line, @what[state]. */

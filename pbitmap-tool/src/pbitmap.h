@@ -751,6 +751,8 @@ int pb_cmd_status(int argc, char **argv);
 int pb_cmd_device_gap(int argc, char **argv);
 /* Where pbitmapd keeps its counters, and `pbitmap status` reads them. */
 #define PB_DAEMON_STATUS	"/run/pbitmapd/status"
+/* What pbitmapd keeps across boots (its metadata lists). */
+#define PB_DAEMON_STATE	"/var/lib/pbitmapd"
 /*
  * What `pbitmap device-gap --set` measured at boot, for pbitmapd: one line
  * "KIB MAJ:MIN\n" in PB_RUN_DIR/PB_DEVICE_GAP_FILE, KIB the value -q prints

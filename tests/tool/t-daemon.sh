@@ -13,12 +13,16 @@
 #     of a process that is gone prints "not running" and its counters (1);
 #     not a status file, an error.
 #   - The ASan build watching this host's filesystems logs its join gap at
-#     start-up (the default: no gap recorded at boot); a stamped copy of
+#     start-up (the default: no gap recorded at boot) and makes its state
+#     directory (--state-dir) root's alone, mode 0700; a stamped copy of
 #     /bin/sleep running 1 s, exec'd 3 times (2.5 s apart), is read ahead
 #     3 times, its own marked pages and its libraries' (per-file bitmaps,
 #     its own log lines: other tests' programs run beside it under make
 #     check), and an unstamped one is
-#     counted as unstamped and never read ahead; a stamped 4 MiB data file
+#     counted as unstamped and never read ahead; metadata lists of the
+#     stamped program that are not to be read (another filesystem's ID,
+#     runs not as the daemon writes them, another version) are not, each
+#     counted in meta_stale and said why; a stamped 4 MiB data file
 #     opened (and not read) has its marked pages 10-20 read ahead and pages
 #     300-399 not; pbitmap status says "running"; SIGTERM ends it with
 #     status 0 and no sanitizer report.
@@ -69,6 +73,7 @@ bad 'PBITMAP_DAEMON_LEARN_PLANS=maybe\n' "line 1: PBITMAP_DAEMON_LEARN_PLANS=may
 bad 'PBITMAP_DAEMON_LEARN_FAULT_AROUND=never\n' "line 1: PBITMAP_DAEMON_LEARN_FAULT_AROUND=never is not keep, windows or off"
 bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '1001' is not a number from 0 to 1000"
 bad 'PBITMAP_DAEMON_READ_PROGRAM=maybe\n' "line 1: PBITMAP_DAEMON_READ_PROGRAM=maybe is not auto, yes or no"
+bad 'PBITMAP_DAEMON_METADATA=some\n' "line 1: PBITMAP_DAEMON_METADATA=some is not yes or no"
 printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=keep\n' >plans.conf
 expect_status 0 "$PBITMAPD" --print-config -c plans.conf
 grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
@@ -79,6 +84,8 @@ grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-co
 : >empty.conf
 expect_status 0 "$PBITMAPD" --print-config -c empty.conf
 grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+# metadata lists learned and read, unless told otherwise
+grep -qx "PBITMAP_DAEMON_METADATA yes (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 # nothing kept (no daemon changed fault_around_bytes): nothing to put back
 expect_status 0 "$PBITMAPD" --restore-fault-around -s "$d/status"
 printf 'junk\n' >"$d/fault-around-bytes"
@@ -120,13 +127,26 @@ printf 'PBITMAP_DAEMON_LEARN=no\n' >>on.conf
 # The program's own pages whatever this host's disk (auto: t-daemon-program).
 printf 'PBITMAP_DAEMON_READ_PROGRAM=yes\n' >>on.conf
 # No gap measured at boot (t-device-gap tests that): the default, logged.
-PBITMAP_RUNDIR=$d/run "$PBITMAPD" -v -c on.conf -s "$d/status" 2>daemon.log &
+PBITMAP_RUNDIR=$d/run "$PBITMAPD" -v -c on.conf -s "$d/status" -S "$d/state" 2>daemon.log &
 dpid=$!
 at_exit "kill $dpid"
 for _ in $(seq 100); do [[ -s status ]] && break; sleep 0.1; done
 [[ -s status ]] || fail "pbitmapd wrote no status in 10 s: $(cat daemon.log)"
 grep -Eqx "pbitmapd: join gap (64|256) KiB \(default\)" daemon.log || fail "no join gap logged at start-up: $(cat daemon.log)"
+# its state directory (the metadata lists) made root's alone
+[[ $(stat -c '%U %a' "$d/state") == "root 700" ]] || fail "state directory: $(stat -c '%U %a' "$d/state")"
 counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
+# The stamped program's metadata list, as a learned run leaves one (the
+# guest's t-daemon-meta learns lists and reads them: a host may not let
+# even root open its disk), but each not one to read, for its own reason.
+sdev=$(stat -c %d stamped)
+smaj=$((sdev >> 8 & 0xfff | (sdev >> 32 & ~0xfff))) smin=$((sdev & 0xff | (sdev >> 12 & ~0xff)))
+fsid=$(printf '%016x' "0x$(stat -f -c %i stamped)")
+list="$d/state/metadata-$smaj:$smin-$(stat -c %i stamped)"
+meta_list() {	# FSID [RUNS]: the program's list, with that filesystem ID
+	printf 'pbitmapd-metadata 1\ndevice %s\nfsid %s %s\n%b' "$smaj:$smin" "${1:0:8}" "${1:8:8}" \
+		"${2:-0 4\n10000 2\n}" >"$list"
+}
 for i in 1 2 3; do
 	./stamped 1 && ./plain 0 || fail "the programs do not run under the daemon"
 	sleep 2.5	# the same file is read ahead at most once in 2 s
@@ -139,6 +159,23 @@ for _ in $(seq 100); do [[ $(ours) == 3 && $(counter pending) == 0 ]] && break; 
 (($(counter files) >= 3 && $(counter bytes) > 0 && $(counter unstamped) >= 3)) ||
 	fail "counters: $(tr '\n' ' ' <status)"
 if grep -q "$d/plain" daemon.log; then fail "an unstamped program was read ahead: $(cat daemon.log)"; fi
+# a list of another filesystem (its ID), one whose runs are not as the
+# daemon writes them, one of another version: not read, each said why
+stale_run() {	# N REASON: the stamped program run once more, meta_stale then N
+	sleep 2.1
+	./stamped 0 || fail "the stamped program does not run"
+	for _ in $(seq 100); do [[ $(counter meta_stale) == "$1" && $(counter pending) == 0 ]] && break; sleep 0.1; done
+	[[ $(counter meta_stale) == "$1" && $(counter meta_read) == 0 && $(counter meta_bytes) == 0 ]] ||
+		fail "$(head -c 200 "$list"): meta_stale $(counter meta_stale), meta_read $(counter meta_read)," \
+			"meta_bytes $(counter meta_bytes); want $1, 0, 0"
+	grep -qF "pbitmapd: $list: not read: $2" daemon.log || fail "no 'not read: $2': $(grep metadata daemon.log)"
+}
+meta_list 0000000100000002
+stale_run 1 "another filesystem's (its ID or device)"
+meta_list "$fsid" '10 4\n12 1\n'
+stale_run 2 "runs not ascending and apart, or too many"
+printf 'pbitmapd-metadata 2\n' >"$list"
+stale_run 3 "not a pbitmapd-metadata 1 list"
 # a data file: read ahead when opened, its marked pages only
 head -c $((4 << 20)) /dev/urandom >data || fail "cannot write data"
 "$PBITMAP" add -q data && "$PBITMAP" set -q --pages 10-20 data || fail "cannot stamp data"

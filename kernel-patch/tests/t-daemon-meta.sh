@@ -1,0 +1,108 @@
+#!/bin/bash
+# Guest test, on Debian's own 6.12 kernel (no pbitmap patch): pbitmapd's
+# metadata lists (meta.c): the file-system blocks a start-up's look-ups
+# need, learned (learn.bpf.c at bdev_getblk()) and read in one batch at
+# the program's next exec.
+#
+#   - A stamped program that, given "walk", stats 240 files in 24 fresh
+#     directories, and given "idle", exits at once.  Three learned runs of
+#     "walk": its list exists in the daemon's state directory under the
+#     program's current inode (a learned write gives a program a new
+#     inode: the list follows it), names the program's block device and
+#     its filesystem's ID, and holds runs of pages; no other file is there;
+#     mode 0600, in a directory of mode 0700.
+#   - What it does: after a drop, an exec of "idle" (which looks nothing
+#     up) under the daemon, then a stat of the 240 files.  With
+#     PBITMAP_DAEMON_METADATA=no the stats read the directories and inode
+#     tables (read requests counted on the disk); with the default they
+#     make at most a third of those requests (the blocks were read at the
+#     exec: meta_read counted, meta_bytes > 0).
+#   - A stale list (another filesystem ID written into it) is not read:
+#     meta_stale counts it, meta_read does not.
+set -euo pipefail
+W=/var/tmp/t-daemon-meta
+source "$(dirname "$0")/daemonlib.sh"
+[ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
+trap 'stop_daemon' EXIT
+DISK=$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$W")" 2>/dev/null || true)
+[ -n "$DISK" ] || DISK=$(basename "$(findmnt -no SOURCE --target "$W")")
+[ -r "/sys/block/$DISK/stat" ] || fail "no /sys/block/$DISK/stat for $W's disk"
+reads() { awk '{ print $1 }' "/sys/block/$DISK/stat"; }
+cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+printf '#include <stdio.h>\n#include <string.h>\n#include <sys/stat.h>\nint main(int c, char **v)\n{\n\tstruct stat st;\n\tchar p[64];\n\tint n = 0;\n\n\tif (c < 2 || strcmp(v[1], "walk"))\n\t\treturn 0;\n\tfor (int d = 0; d < 24; d++)\n\t\tfor (int f = 0; f < 10; f++) {\n\t\t\tsnprintf(p, sizeof(p), "tree/d%%d/f%%d", d, f);\n\t\t\tn += !stat(p, &st);\n\t\t}\n\treturn n != 240;\n}\n' >walker.c
+gcc -O1 -o walker walker.c || fail "cannot build the walker"
+for d in $(seq 0 23); do
+	mkdir -p "tree/d$d"
+	for f in $(seq 0 9); do echo "$d $f" >"tree/d$d/f$f"; done
+done
+./walker walk || fail "the walker does not find its 240 files"
+pbitmap add -q walker || fail "cannot stamp the walker"
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=2000\n' >learn.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >read.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' >off.conf
+
+# ---- learned --------------------------------------------------------------------
+start_daemon learn.conf -v -S "$W/state"
+[ "$(counter learning)" = 1 ] || fail "learning is not on ($(counter learning))"
+cold; ./walker walk || fail "the walker failed"	# its record read: learned from now on
+settle execs 1
+for i in 1 2 3; do
+	l0=$(counter meta_learned)
+	cold; ./walker walk || fail "the walker failed"
+	settle meta_learned $((l0 + 1))
+done
+settle learn_written 3
+stop_daemon
+ino=$(stat -c %i walker) dev=$(stat -c %d walker)
+maj=$((dev >> 8 & 0xfff | (dev >> 32 & ~0xfff))) min=$((dev & 0xff | (dev >> 12 & ~0xff)))
+list="$W/state/metadata-$maj:$min-$ino"
+[ -f "$list" ] || fail "no list $list for the walker's inode: $(ls -l "$W/state")"
+[ "$(ls "$W/state" | wc -l)" = 1 ] || fail "lists of old inodes left: $(ls "$W/state")"
+[ "$(stat -c %a "$W/state") $(stat -c %a "$list")" = "700 600" ] ||
+	fail "modes $(stat -c %a "$W/state") and $(stat -c %a "$list"), wanted 700 and 600"
+fsid=$(stat -f -c %i "$W")
+head -3 "$list" >head.txt
+grep -qx "device $maj:$min" head.txt && head -1 head.txt | grep -qx "pbitmapd-metadata 1" ||
+	fail "the list's header: $(cat head.txt)"
+pages=$(awk 'NR > 3 { n += $2 } END { print n + 0 }' "$list")
+[ "$pages" -ge 4 ] || fail "the list holds $pages pages: the walk's directories are not in it"
+echo "learned: a list of $(($(wc -l <"$list") - 3)) runs, $pages pages of $maj:$min (filesystem $fsid)"
+
+# ---- read at the exec -------------------------------------------------------------
+WALK=
+walk_after_idle() {	# CONF: WALK, the read requests of the stats after an idle exec under the daemon
+	local r0
+	start_daemon "$1" -S "$W/state"
+	cold
+	./walker idle
+	settle execs 1
+	sleep 0.5	# the WILLNEEDs' reads complete
+	r0=$(reads)
+	./walker walk || fail "the walker failed"
+	WALK=$(($(reads) - r0))
+}
+walk_after_idle off.conf
+off=$WALK
+[ "$(counter meta_read)" = 0 ] || fail "PBITMAP_DAEMON_METADATA=no read a list"
+stop_daemon
+walk_after_idle read.conf
+on=$WALK
+m=$(counter meta_read) b=$(counter meta_bytes)
+stop_daemon
+[ "$off" -ge 6 ] || fail "the walk without the list made $off read requests: too few to compare"
+[ "$m" = 1 ] && [ "$b" -gt 0 ] || fail "meta_read $m, meta_bytes $b after one exec with a list"
+[ $((on * 3)) -le "$off" ] ||
+	fail "the walk after the list was read made $on read requests, without it $off: want at most a third"
+echo "read: the walk made $on read requests after an exec read its list ($b bytes), $off without"
+
+# ---- a stale list -------------------------------------------------------------------
+sed -i '3s/.*/fsid 00000000 00000001/' "$list"
+start_daemon read.conf -S "$W/state"
+cold
+./walker idle
+settle execs 1
+s=$(counter meta_stale) m=$(counter meta_read)
+stop_daemon
+[ "$s" = 1 ] && [ "$m" = 0 ] || fail "a list of another filesystem: meta_stale $s, meta_read $m; want 1, 0"
+echo "stale: a list with another filesystem's ID is not read"
