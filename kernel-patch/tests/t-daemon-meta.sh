@@ -4,21 +4,27 @@
 # need, learned (learn.bpf.c at bdev_getblk()) and read in one batch at
 # the program's next exec.
 #
-#   - A stamped program that, given "walk", stats 240 files in 24 fresh
-#     directories, and given "idle", exits at once.  Three learned runs of
-#     "walk": its list exists in the daemon's state directory under the
-#     program's current inode (a learned write gives a program a new
-#     inode: the list follows it), names the program's block device and
-#     its filesystem's ID, and holds runs of pages; no other file is there;
+#   - A stamped program of root's that, given "walk", stats 240 files in
+#     24 fresh directories, and given "idle", exits at once.  Three learned
+#     runs of "walk", each after a drop: its list exists in the daemon's
+#     state directory under the program's current inode (a learned write
+#     gives a program a new inode: the list follows it), names the
+#     program's block device, its filesystem's ID, its size and
+#     modification time, and holds runs of pages; no other file is there;
 #     mode 0600, in a directory of mode 0700.
+#   - A fourth learned run with the caches warm (the walk's look-ups
+#     answered by the dentry cache) drops none of the list's pages and
+#     ages none.
 #   - What it does: after a drop, an exec of "idle" (which looks nothing
 #     up) under the daemon, then a stat of the 240 files.  With
 #     PBITMAP_DAEMON_METADATA=no the stats read the directories and inode
 #     tables (read requests counted on the disk); with the default they
 #     make at most a third of those requests (the blocks were read at the
 #     exec: meta_read counted, meta_bytes > 0).
-#   - A stale list (another filesystem ID written into it) is not read:
-#     meta_stale counts it, meta_read does not.
+#   - A stale list (another modification time: the program changed) is
+#     not read: meta_stale counts it, meta_read does not.
+#   - A program of another user's (nobody's), stamped and learned by its
+#     owner's runs, has no list.
 set -euo pipefail
 W=/var/tmp/t-daemon-meta
 source "$(dirname "$0")/daemonlib.sh"
@@ -28,6 +34,9 @@ DISK=$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$W")" 2>/dev/null || tru
 [ -n "$DISK" ] || DISK=$(basename "$(findmnt -no SOURCE --target "$W")")
 [ -r "/sys/block/$DISK/stat" ] || fail "no /sys/block/$DISK/stat for $W's disk"
 reads() { awk '{ print $1 }' "/sys/block/$DISK/stat"; }
+runs_of() { pbitmap show --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["runs"])'; }
+# PAGE AGE lines of a list's pages
+pages_of() { awk 'NR > 4 { for (i = 0; i < $2; i++) print $1 + i, $3 }' "$1"; }
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 printf '#include <stdio.h>\n#include <string.h>\n#include <sys/stat.h>\nint main(int c, char **v)\n{\n\tstruct stat st;\n\tchar p[64];\n\tint n = 0;\n\n\tif (c < 2 || strcmp(v[1], "walk"))\n\t\treturn 0;\n\tfor (int d = 0; d < 24; d++)\n\t\tfor (int f = 0; f < 10; f++) {\n\t\t\tsnprintf(p, sizeof(p), "tree/d%%d/f%%d", d, f);\n\t\t\tn += !stat(p, &st);\n\t\t}\n\treturn n != 240;\n}\n' >walker.c
@@ -43,7 +52,7 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >read.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' >off.conf
 
 # ---- learned --------------------------------------------------------------------
-start_daemon learn.conf -v -S "$W/state"
+start_daemon learn.conf -v
 [ "$(counter learning)" = 1 ] || fail "learning is not on ($(counter learning))"
 cold; ./walker walk || fail "the walker failed"	# its record read: learned from now on
 settle execs 1
@@ -61,23 +70,42 @@ list="$W/state/metadata-$maj:$min-$ino"
 [ "$(ls "$W/state" | wc -l)" = 1 ] || fail "lists of old inodes left: $(ls "$W/state")"
 [ "$(stat -c %a "$W/state") $(stat -c %a "$list")" = "700 600" ] ||
 	fail "modes $(stat -c %a "$W/state") and $(stat -c %a "$list"), wanted 700 and 600"
-fsid=$(stat -f -c %i "$W")
-head -3 "$list" >head.txt
-grep -qx "device $maj:$min" head.txt && head -1 head.txt | grep -qx "pbitmapd-metadata 1" ||
-	fail "the list's header: $(cat head.txt)"
-pages=$(awk 'NR > 3 { n += $2 } END { print n + 0 }' "$list")
+fsid=$(printf '%016x' "0x$(stat -f -c %i walker)")
+mtime=$(stat -c %.9Y walker)
+printf 'pbitmapd-metadata 1\ndevice %s\nfsid %s %s\nprogram %s %s %s\n' "$maj:$min" "${fsid:0:8}" \
+	"${fsid:8:8}" "$(stat -c %s walker)" "${mtime%.*}" "$((10#${mtime#*.}))" >want.txt
+head -4 "$list" | cmp -s - want.txt || fail "the list's head: $(head -4 "$list"); wanted $(cat want.txt)"
+pages=$(awk 'NR > 4 { n += $2 } END { print n + 0 }' "$list")
 [ "$pages" -ge 4 ] || fail "the list holds $pages pages: the walk's directories are not in it"
-echo "learned: a list of $(($(wc -l <"$list") - 3)) runs, $pages pages of $maj:$min (filesystem $fsid)"
+echo "learned: a list of $(($(wc -l <"$list") - 4)) runs, $pages pages of $maj:$min"
+# a warm run: its look-ups answered by the dentry cache say nothing of the list's blocks
+cp "$list" cold.list
+start_daemon learn.conf
+./walker walk || fail "the walker failed"
+settle execs 1
+./walker walk || fail "the walker failed"
+settle learn_written 1
+stop_daemon
+ino=$(stat -c %i walker)
+list="$W/state/metadata-$maj:$min-$ino"
+[ -f "$list" ] || fail "no list for the walker's inode after the warm run: $(ls "$W/state")"
+kept=$(join <(pages_of cold.list | sort) <(pages_of "$list" | sort) | awk '$3 <= $2' | wc -l)
+[ "$kept" = "$pages" ] || fail "a warm run aged or dropped pages of the list: $kept of $pages kept, none older"
+echo "warm: a learned run with the caches warm kept the list's $pages pages, none older"
 
 # ---- read at the exec -------------------------------------------------------------
 WALK=
 walk_after_idle() {	# CONF: WALK, the read requests of the stats after an idle exec under the daemon
-	local r0
-	start_daemon "$1" -S "$W/state"
+	local r0 _i inflight
+	start_daemon "$1"
 	cold
 	./walker idle
 	settle execs 1
-	sleep 0.5	# the WILLNEEDs' reads complete
+	for _i in $(seq 100); do	# the WILLNEEDs' reads complete
+		read -r inflight _ <"/sys/block/$DISK/inflight"
+		[ "$inflight" = 0 ] && break
+		sleep 0.05
+	done
 	r0=$(reads)
 	./walker walk || fail "the walker failed"
 	WALK=$(($(reads) - r0))
@@ -97,12 +125,29 @@ stop_daemon
 echo "read: the walk made $on read requests after an exec read its list ($b bytes), $off without"
 
 # ---- a stale list -------------------------------------------------------------------
-sed -i '3s/.*/fsid 00000000 00000001/' "$list"
-start_daemon read.conf -S "$W/state"
+sed -i '4s/ [0-9]* [0-9]*$/ 1 0/' "$list"
+start_daemon read.conf
 cold
 ./walker idle
 settle execs 1
 s=$(counter meta_stale) m=$(counter meta_read)
 stop_daemon
-[ "$s" = 1 ] && [ "$m" = 0 ] || fail "a list of another filesystem: meta_stale $s, meta_read $m; want 1, 0"
-echo "stale: a list with another filesystem's ID is not read"
+[ "$s" = 1 ] && [ "$m" = 0 ] || fail "a list of another modification time: meta_stale $s, meta_read $m; want 1, 0"
+echo "stale: a list of the program as it was at another time is not read"
+
+# ---- a user's program -------------------------------------------------------------
+mkdir -m 755 user && cp walker user/walker && cp -a tree user/tree && chown -R nobody: user &&
+	pbitmap add -q user/walker || fail "cannot make nobody's stamped walker"
+start_daemon learn.conf
+for i in 1 2 3; do
+	w0=$(counter learn_written)
+	cold; (cd user && "${NOBODY[@]}" ./walker walk) || fail "nobody's walker failed"
+	[ "$i" = 1 ] && settle execs 1 || settle learn_written $((w0 + 1))
+done
+n=$(counter meta_learned)
+stop_daemon
+[ "$(runs_of user/walker)" -ge 1 ] || fail "nobody's walker was not learned: the case shows nothing"
+[ "$n" = 0 ] && [ "$(ls "$W/state" | wc -l)" = 1 ] ||
+	fail "a list for nobody's program: meta_learned $n, $(ls "$W/state")"
+echo "a user's program: learned ($(runs_of user/walker) generations), no list"
+echo "PASS: pbitmapd's metadata lists on $(uname -r)"

@@ -256,7 +256,7 @@ echo "cost: $(((c1 - c0) * 1000000 / hz / 201)) us of daemon CPU per unstamped e
 # ---- kill -9 ----------------------------------------------------------------
 # The live daemon's status, replaced whole by rename: the lines it has.
 lines=$(wc -l <status)
-[ "$(tail -n 1 status | cut -d' ' -f1)" = learn_events_lost ] && ((lines >= 30)) ||
+[ "$(tail -n 1 status | cut -d' ' -f1)" = meta_bytes ] && ((lines >= 30)) ||
 	fail "the live daemon's status file: $(cat status)"
 for _ in $(seq 30); do ./prog >/dev/null || fail "prog failed while the daemon was killed"; done &
 runner=$!
@@ -266,7 +266,7 @@ wait "$DPID" 2>/dev/null || true
 DPID=
 wait "$runner" || fail "a stamped program failed when the daemon was killed with -9"
 pbitmap verify -q prog liba.so libb.so || fail "a bitmap does not verify after kill -9"
-[ "$(wc -l <status)" = "$lines" ] && [ "$(tail -n 1 status | cut -d' ' -f1)" = learn_events_lost ] ||
+[ "$(wc -l <status)" = "$lines" ] && [ "$(tail -n 1 status | cut -d' ' -f1)" = meta_bytes ] ||
 	fail "the status file is not whole after kill -9: $(cat status)"
 start_daemon
 e0=$(counter execs)

@@ -128,7 +128,11 @@ struct learner {
 	int root;		/* O_PATH descriptor of its root */
 	char root_path[PATH_MAX];	/* the same, as /proc/PID/maps names files */
 	uint64_t until_ms;
-	struct pb_pageset meta;	/* the pages of exe_dev's metadata it looked up */
+	struct stat exe_st;	/* the program, at the exec (/proc/PID/exe), */
+	bool exe_known;		/* when it was the file exec'd */
+	struct pb_pageset meta;	/* the pages of exe_dev's metadata it looked up, */
+	uint64_t meta_pages;	/* so many; past META_MAX_PAGES, */
+	bool meta_full;		/* the rest dropped */
 	size_t nr_files;
 	struct learn_file files[MAX_FILES];
 };
@@ -316,6 +320,9 @@ static bool take_learner(struct learner *l, const struct pbd_learn_event *e)
 	    l->uid != e->uid || l->gid != e->gid)
 		return false;
 	l->root_path[n] = '\0';
+	snprintf(path, sizeof(path), "/proc/%d/exe", (int)l->tgid);
+	l->exe_known = !stat(path, &l->exe_st) && l->exe_st.st_dev == l->exe_dev &&
+		       l->exe_st.st_ino == l->exe_ino;
 	l->own_root = own_root(l->tgid, l->root);
 	l->dac_override = l->uid == 0 && (caps & (1ull << CAP_DAC_OVERRIDE));
 	return syscall(SYS_pidfd_send_signal, l->pidfd, 0, NULL, 0) == 0;
@@ -410,11 +417,16 @@ static void on_meta(const struct pbd_learn_event *e)
 	if (!l || !pbd.cfg.metadata || user_dev(e->dev) != l->exe_dev)
 		return;
 	nr = l->meta.nr;
-	for (uint64_t i = 0; i < e->nr && i < 16; i++) {
-		if (pb_pageset_count(&l->meta) >= META_MAX_PAGES || L.chunks >= ALL_CHUNKS ||
-		    pb_pageset_add(&l->meta, e->index + i)) {
+	for (uint64_t i = 0, page, q; i < e->nr && i < 16 && !l->meta_full; i++) {
+		page = e->index + i;
+		if (pb_pageset_next(&l->meta, page, &q) && q == page)
+			continue;	/* looked up before */
+		if (l->meta_pages >= META_MAX_PAGES || L.chunks >= ALL_CHUNKS ||
+		    pb_pageset_add(&l->meta, page)) {
+			l->meta_full = true;	/* its list is this much: counted once */
 			pbd.n.learn_lost++;
-			break;
+		} else {
+			l->meta_pages++;
 		}
 	}
 	L.chunks += l->meta.nr - nr;
@@ -783,7 +795,8 @@ static void learn_finish(struct learner *l)
 	pid_t child;
 
 	/* before the writer: a program rewritten by it has its list moved after (main.c) */
-	meta_save(l->exe_dev, l->exe_ino, &l->meta);
+	if (l->exe_known && l->meta_pages)
+		meta_save(&l->exe_st, &l->meta, l->meta_pages);
 	for (size_t i = 0; i < l->nr_files; i++)
 		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);
 	/* a few writers at once: no user fills the daemon's children */
@@ -852,10 +865,19 @@ int learn_start(int report_fd)
 		err = bpf_object__load(L.obj);
 	if (!err) {
 		bpf_object__for_each_program(prog, L.obj) {
+			struct bpf_link *link;
+
 			if (!bpf_program__autoload(prog))
 				continue;
-			if (nr_links == sizeof(links) / sizeof(links[0]) ||
-			    !(links[nr_links++] = bpf_program__attach(prog))) {
+			link = nr_links < sizeof(links) / sizeof(links[0]) ?
+			       bpf_program__attach(prog) : NULL;
+			if (link) {
+				links[nr_links++] = link;
+			} else if (!strcmp(bpf_program__name(prog), "pbd_meta")) {
+				pbd.cfg.metadata = false;	/* learning goes on without */
+				pb_note(NULL, "bdev_getblk() cannot be traced: metadata lists "
+					"are off");
+			} else {
 				err = -errno;
 				break;
 			}

@@ -16,22 +16,35 @@
  *
  *   - Learned by learn.c: the blocks the learner and the daemon's reader
  *     child serving its exec looked up in the window (learn.bpf.c, at
- *     bdev_getblk(): look-ups, cached or not, so neither a warm cache nor
- *     the daemon's own reading of the list hides a need), on the block
- *     device that holds the program, at most META_MAX_PAGES.  Each
- *     learning run replaces the list: a block no longer looked up drops
- *     out with the next run; a list not learned for META_KEEP_DAYS is
- *     removed at the daemon's start.
+ *     bdev_getblk(): a look-up the dentry and inode caches did not answer,
+ *     whether the block was cached or not, so the daemon's own reading of
+ *     the list hides no need), on the block device that holds the
+ *     program, at most META_MAX_PAGES.
+ *   - Only root's programs have lists: a user's run cannot make root
+ *     keep a file for it, nor make another user's exec read for it.  (A
+ *     program stamped --learn=every, learned from every user's runs with
+ *     PBITMAP_DAEMON_LEARN=every, takes the blocks any run looks up, as
+ *     its bitmap takes the pages: the package opted in.)
+ *   - Merged, not replaced: a run finds most of its look-ups answered by
+ *     the dentry cache when the program ran lately, and says nothing then
+ *     of the blocks it did not look up.  Each page carries the number of
+ *     learned runs since one looked it up; a run that looked up at least
+ *     a quarter as many pages as the list holds ages the others, and a
+ *     page not looked up for META_KEEP_RUNS such runs drops out.  A list
+ *     not learned for META_KEEP_DAYS is removed at the daemon's start.
  *   - Kept in the daemon's state directory (root's, mode 0700), one file
- *     per program named by its device and inode, with the filesystem's
- *     ID; never in a file a user can write: a list names blocks of a
- *     device, which no user may read and none may choose.
+ *     per program named by its device and inode, with the filesystem's ID
+ *     and the program's size and modification time (an inode number
+ *     reused by another file does not take its list); never in a file a
+ *     user can write: a list names blocks of a device, which no user may
+ *     read and none may choose.
  *   - Read by the exec's reader child, as root, before it takes the
- *     task's identity: the runs joined across the device's gap, at most
- *     META_MAX_BYTES and the exec's budget, with POSIX_FADV_WILLNEED on
- *     the block device.  A list whose filesystem ID or device is not the
- *     program's (the filesystem made anew) is not read.  What is read
- *     goes to the block device's page cache; no user sees its content.
+ *     task's identity: checked whole, then its runs joined across the
+ *     device's gap, at most META_MAX_BYTES and the exec's budget, with
+ *     POSIX_FADV_WILLNEED on the block device.  A list whose header is not
+ *     the program's (the filesystem made anew, the program changed) is
+ *     not read.  What is read goes to the block device's page cache; no
+ *     user sees its content.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -49,7 +62,9 @@
 #include "pbitmapd.h"
 
 #define META_MAGIC	"pbitmapd-metadata 1"
-#define META_MAX_RUNS	4096		/* lines of a list read */
+#define META_MAX_PAGES	4096		/* in a list: 16 MiB of the device */
+#define META_MAX_RUNS	META_MAX_PAGES	/* lines of a list */
+#define META_KEEP_RUNS	3		/* learned runs a page stays without a look-up */
 #define META_MAX_BYTES	(32ull << 20)	/* read for one exec, joined */
 #define META_PAGE	4096ull		/* the unit of a list's page numbers */
 /*
@@ -108,61 +123,180 @@ int meta_start(void)
 	return 0;
 }
 
+/* What a list is of: its first four lines. */
+struct meta_head {
+	unsigned int maj, min;		/* the block device */
+	unsigned int fsid[2];		/* fstatfs()'s f_fsid */
+	uint64_t size;			/* the program's */
+	int64_t mtime_s, mtime_ns;
+};
+
+/* A line of a list: @nr pages from @start, looked up @age learned runs ago. */
+struct meta_run {
+	uint64_t start, nr;
+	unsigned int age;
+};
+
+static void head_of(const struct stat *st, const unsigned int fsid[2], struct meta_head *h)
+{
+	*h = (struct meta_head){ major(st->st_dev), minor(st->st_dev), { fsid[0], fsid[1] },
+				 (uint64_t)st->st_size, st->st_mtim.tv_sec, st->st_mtim.tv_nsec };
+}
+
+static bool read_head(FILE *fp, struct meta_head *h)
+{
+	char line[64];
+
+	return fgets(line, sizeof(line), fp) && !strcmp(line, META_MAGIC "\n") &&
+	       fscanf(fp, "device %u:%u\nfsid %x %x\nprogram %" SCNu64 " %" SCNd64 " %" SCNd64,
+		      &h->maj, &h->min, &h->fsid[0], &h->fsid[1], &h->size, &h->mtime_s,
+		      &h->mtime_ns) == 7 && fgetc(fp) == '\n';
+}
+
+static bool same_head(const struct meta_head *a, const struct meta_head *b)
+{
+	return a->maj == b->maj && a->min == b->min && a->fsid[0] == b->fsid[0] &&
+	       a->fsid[1] == b->fsid[1] && a->size == b->size && a->mtime_s == b->mtime_s &&
+	       a->mtime_ns == b->mtime_ns;
+}
+
+/*
+ * The lines of a list past its head, into @r: their number, or -1 when they
+ * are not as meta_save() writes them (runs ascending, not overlapping, within
+ * 2^40 pages, ages at most META_KEEP_RUNS, META_MAX_PAGES in all).
+ */
+static int read_runs(FILE *fp, struct meta_run *r)
+{
+	uint64_t next = 0, pages = 0;
+	char line[128];
+	int n = 0, end;
+
+	while (fgets(line, sizeof(line), fp)) {
+		end = 0;
+		if (n == META_MAX_RUNS ||
+		    sscanf(line, "%" SCNu64 " %" SCNu64 " %u%n", &r[n].start, &r[n].nr, &r[n].age,
+			   &end) != 3 || strcmp(line + end, "\n") || !r[n].nr ||
+		    r[n].start < next || r[n].start > (1ull << 40) || r[n].age > META_KEEP_RUNS ||
+		    (pages += r[n].nr) > META_MAX_PAGES)
+			return -1;
+		next = r[n].start + r[n].nr;
+		n++;
+	}
+	return n;
+}
+
 /* The ID of the watched filesystem on @dev, as fstatfs() gives it. */
-static bool fsid_of(dev_t dev, __kernel_fsid_t *fsid)
+static bool fsid_of(dev_t dev, unsigned int fsid[2])
 {
 	struct stat st;
 
 	for (size_t i = 0; i < pbd.nr_fs; i++)
 		if (!fstat(pbd.fs[i].fd, &st) && st.st_dev == dev) {
-			*fsid = pbd.fs[i].fsid;
+			fsid[0] = (unsigned int)pbd.fs[i].fsid.val[0];
+			fsid[1] = (unsigned int)pbd.fs[i].fsid.val[1];
 			return true;
 		}
 	return false;
 }
 
+/* The pages of a list with their ages, ascending, as merge() makes them. */
+struct meta_page {
+	uint64_t page;
+	unsigned int age;
+};
+
 /*
- * A learning run of the program (@dev, @ino) looked up @pages of its
- * block device (@dev too: a filesystem on a block device has its
- * number): its list, replaced whole.  An empty run removes the list.
+ * @pages (this run's look-ups, age 0) and the list's runs @old (aged by one
+ * unless @warm), into @out (2 * META_MAX_PAGES): the oldest left out, past
+ * META_KEEP_RUNS or past META_MAX_PAGES.  The number kept.
  */
-void meta_save(dev_t dev, ino_t ino, const struct pb_pageset *pages)
+static size_t merge(const struct pb_pageset *pages, const struct meta_run *old, int nr_old,
+		    bool warm, struct meta_page *out)
 {
+	size_t n = 0, count[META_KEEP_RUNS + 2] = { 0 }, keep = 0, k = 0;
+	unsigned int oldest = 0;
+	uint64_t p, from = 0;
+	bool have = pb_pageset_next(pages, from, &p);
+
+	for (int i = 0; i <= nr_old; i++) {
+		uint64_t stop = i < nr_old ? old[i].start : UINT64_MAX;
+
+		for (; have && p < stop; have = pb_pageset_next(pages, p + 1, &p))
+			out[n++] = (struct meta_page){ p, 0 };
+		for (uint64_t q = i < nr_old ? old[i].start : 0; i < nr_old &&
+		     q < old[i].start + old[i].nr; q++) {
+			if (have && p == q) {
+				out[n++] = (struct meta_page){ p, 0 };
+				have = pb_pageset_next(pages, p + 1, &p);
+			} else {
+				out[n++] = (struct meta_page){ q, old[i].age + !warm };
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++)
+		count[out[i].age]++;
+	while (oldest <= META_KEEP_RUNS && keep + count[oldest] <= META_MAX_PAGES)
+		keep += count[oldest++];
+	for (size_t i = 0; i < n; i++)
+		if (out[i].age < oldest)
+			out[k++] = out[i];
+	return k;
+}
+
+/*
+ * A learning run of the program @exe (its stat at the exec) looked up
+ * @pages (@nr of them) of its block device (the filesystem's own number):
+ * merged into its list, written whole.  Root's programs only.
+ */
+void meta_save(const struct stat *exe, const struct pb_pageset *pages, uint64_t nr)
+{
+	static struct meta_run old[META_MAX_RUNS];
+	static struct meta_page out[2 * META_MAX_PAGES];
+	struct meta_head head, was;
 	char path[PATH_MAX], *buf = NULL;
-	__kernel_fsid_t fsid;
-	uint64_t p, start = 0, nr = 0;
-	size_t len = 0;
+	unsigned int fsid[2];
+	uint64_t old_pages = 0;
+	size_t len = 0, n;
+	int nr_old = 0;
 	FILE *fp;
 
-	if (!pbd.cfg.metadata || !list_path(path, sizeof(path), dev, ino))
+	if (!pbd.cfg.metadata || exe->st_uid != 0 || !fsid_of(exe->st_dev, fsid) ||
+	    !list_path(path, sizeof(path), exe->st_dev, exe->st_ino))
 		return;
-	if (!pb_pageset_count(pages) || !fsid_of(dev, &fsid)) {
-		unlink(path);
-		return;
+	head_of(exe, fsid, &head);
+	fp = fopen(path, "re");
+	if (fp) {	/* another program's, or not one: replaced */
+		if (!read_head(fp, &was) || !same_head(&was, &head) || (nr_old = read_runs(fp, old)) < 0)
+			nr_old = 0;
+		fclose(fp);
 	}
+	for (int i = 0; i < nr_old; i++)
+		old_pages += old[i].nr;
+	n = merge(pages, old, nr_old, nr * 4 < old_pages, out);
+	if (!n)
+		return;
 	fp = open_memstream(&buf, &len);
 	if (!fp)
 		return;
-	fprintf(fp, "%s\ndevice %u:%u\nfsid %08x %08x\n", META_MAGIC, major(dev), minor(dev),
-		(unsigned int)fsid.val[0], (unsigned int)fsid.val[1]);
-	for (uint64_t from = 0; pb_pageset_next(pages, from, &p); from = p + 1) {
-		if (nr && p == start + nr) {
-			nr++;
-			continue;
-		}
-		if (nr)
-			fprintf(fp, "%" PRIu64 " %" PRIu64 "\n", start, nr);
-		start = p;
-		nr = 1;
+	fprintf(fp, "%s\ndevice %u:%u\nfsid %08x %08x\nprogram %" PRIu64 " %" PRId64 " %" PRId64 "\n",
+		META_MAGIC, head.maj, head.min, head.fsid[0], head.fsid[1], head.size,
+		head.mtime_s, head.mtime_ns);
+	for (size_t i = 0, j; i < n; i = j) {
+		for (j = i + 1; j < n && out[j].page == out[j - 1].page + 1 &&
+		     out[j].age == out[i].age; j++)
+			;
+		fprintf(fp, "%" PRIu64 " %zu %u\n", out[i].page, j - i, out[i].age);
 	}
-	fprintf(fp, "%" PRIu64 " %" PRIu64 "\n", start, nr);
 	/* not synced: a list lost in a crash is learned again */
 	if (!fclose(fp) && !pb_write_small_file(path, buf, len, 0600, 0))
 		pbd.n.meta_learned++;
 	free(buf);
 }
 
-/* The learned write gave the program a new inode (@now): its list follows it. */
+/*
+ * The learned write gave the program a new inode (@now), with its size and
+ * modification time (the tool's rewrite keeps them): its list follows it.
+ */
 void meta_moved(dev_t dev, ino_t ino, const struct stat *now)
 {
 	char from[PATH_MAX], to[PATH_MAX];
@@ -205,10 +339,6 @@ static int open_bdev(dev_t dev)
 	return fd;
 }
 
-struct byte_range {
-	uint64_t from, to;
-};
-
 static int stale(const char *path, const char *why)
 {
 	if (pb_verbose)
@@ -217,80 +347,63 @@ static int stale(const char *path, const char *why)
 }
 
 /*
- * The runs of the list @fp (past its header), joined across @gap bytes,
- * as byte ranges in @r (META_MAX_RUNS at most): their number, or -1 when
- * they are not ascending and apart (as meta_save() writes them) or too many.
- */
-static int meta_ranges(FILE *fp, uint64_t gap, struct byte_range *r)
-{
-	uint64_t start, nr, next = 0;
-	char line[128];
-	int n = 0, runs = 0;
-
-	while (fgets(line, sizeof(line), fp)) {
-		if (sscanf(line, "%" SCNu64 " %" SCNu64, &start, &nr) != 2 || !nr ||
-		    start < next || start > (1ull << 40) || nr > (1ull << 20) ||
-		    ++runs > META_MAX_RUNS)
-			return -1;
-		next = start + nr + 1;
-		if (n && start * META_PAGE <= r[n - 1].to + gap) {
-			r[n - 1].to = (start + nr) * META_PAGE;
-			continue;
-		}
-		r[n].from = start * META_PAGE;
-		r[n++].to = (start + nr) * META_PAGE;
-	}
-	return n;
-}
-
-/*
  * The list of the program open as @exe_fd (@st): its runs, joined across
  * @gap bytes, read ahead on its block device, at most @budget bytes (0:
  * no limit but META_MAX_BYTES).  In the exec's reader child, as root.
  * 1: read (*@bytes asked for); 0: no list; -1: a list not read (not this
- * filesystem's, or not one: it is left for the next learning run to
- * replace), checked whole before anything is read.
+ * program's, or not one: the next learning run replaces it), checked
+ * whole before anything is read.
  */
 int meta_read(int exe_fd, const struct stat *st, uint64_t gap, uint64_t budget,
 	      uint64_t *bytes)
 {
-	static struct byte_range r[META_MAX_RUNS];
-	char path[PATH_MAX], line[128];
-	unsigned int maj, min, f0, f1;
-	uint64_t left = META_MAX_BYTES, len;
+	static struct meta_run r[META_MAX_RUNS];
+	struct meta_head head, want;
+	uint64_t left = META_MAX_BYTES, from, to, len;
+	char path[PATH_MAX];
+	unsigned int fsid[2];
 	struct statfs sfs;
 	int fd, n;
 	FILE *fp;
 
 	*bytes = 0;
-	if (!pbd.cfg.metadata || !list_path(path, sizeof(path), st->st_dev, st->st_ino))
+	if (!pbd.cfg.metadata || st->st_uid != 0 ||
+	    !list_path(path, sizeof(path), st->st_dev, st->st_ino))
 		return 0;
 	fp = fopen(path, "re");
 	if (!fp)
 		return 0;
-	if (!fgets(line, sizeof(line), fp) || strcmp(line, META_MAGIC "\n") ||
-	    fscanf(fp, "device %u:%u\nfsid %x %x\n", &maj, &min, &f0, &f1) != 4) {
+	if (!read_head(fp, &head)) {
 		fclose(fp);
 		return stale(path, "not a " META_MAGIC " list");
 	}
-	if (makedev(maj, min) != st->st_dev || fstatfs(exe_fd, &sfs) ||
-	    (unsigned int)sfs.f_fsid.__val[0] != f0 || (unsigned int)sfs.f_fsid.__val[1] != f1) {
+	if (fstatfs(exe_fd, &sfs))
+		memset(&sfs, 0, sizeof(sfs));
+	fsid[0] = (unsigned int)sfs.f_fsid.__val[0];
+	fsid[1] = (unsigned int)sfs.f_fsid.__val[1];
+	head_of(st, fsid, &want);
+	if (!same_head(&head, &want)) {
 		fclose(fp);
-		return stale(path, "another filesystem's (its ID or device)");
+		return stale(path, "another program's (its filesystem, size or time)");
 	}
-	n = meta_ranges(fp, gap, r);
+	n = read_runs(fp, r);
 	fclose(fp);
 	if (n < 0)
-		return stale(path, "runs not ascending and apart, or too many");
+		return stale(path, "lines not as pbitmapd writes them");
 	fd = open_bdev(st->st_dev);
 	if (fd < 0)
 		return stale(path, fd == -2 ? "its block device is not where sysfs names it" :
 			     "its block device cannot be opened");
 	if (budget && budget < left)
 		left = budget;
-	for (int i = 0; i < n && left; i++) {
-		len = r[i].to - r[i].from < left ? r[i].to - r[i].from : left;
-		if (posix_fadvise(fd, (off_t)r[i].from, (off_t)len, POSIX_FADV_WILLNEED))
+	for (int i = 0, j; i < n && left; i = j) {
+		from = r[i].start * META_PAGE;
+		for (j = i + 1; j < n && r[j].start * META_PAGE <=
+		     (r[j - 1].start + r[j - 1].nr) * META_PAGE + gap; j++)
+			;
+		to = (r[j - 1].start + r[j - 1].nr) * META_PAGE;
+		len = to - from < left ? to - from : left;
+		if (posix_fadvise(fd, (off_t)from, (off_t)len, POSIX_FADV_WILLNEED))
 			break;
 		left -= len;
 		*bytes += len;

@@ -199,7 +199,7 @@ void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves'
 
 /* meta.c: the metadata lists */
 int meta_start(void);
-void meta_save(dev_t dev, ino_t ino, const struct pb_pageset *pages);
+void meta_save(const struct stat *exe, const struct pb_pageset *pages, uint64_t nr);
 void meta_moved(dev_t dev, ino_t ino, const struct stat *now);
 int meta_read(int exe_fd, const struct stat *st, uint64_t gap, uint64_t budget,
 	      uint64_t *bytes);

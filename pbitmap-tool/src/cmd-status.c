@@ -62,7 +62,7 @@ static const struct {
 	{ "learn_events_lost", "faults the BPF ring buffer had no room for" },
 	{ "meta_learned", "metadata lists written: the blocks a start-up's look-ups needed" },
 	{ "meta_read", "stamped execs whose metadata list was read ahead" },
-	{ "meta_stale", "metadata lists not read: another filesystem's, or not one" },
+	{ "meta_stale", "metadata lists not read: not the program's, not one, or no device" },
 	{ "meta_bytes", "bytes of metadata requested" },
 };
 
