@@ -278,13 +278,15 @@ echo "kill -9: every program ran, bitmaps verify, status whole; restarted, it wo
 # ---- a stopped child -----------------------------------------------------
 [ -r "/proc/$DPID/task/$DPID/children" ] ||
 	fail "no /proc/PID/task/TID/children (CONFIG_PROC_CHILDREN): cannot find the daemon's children"
-# stop_child SECONDS: SIGSTOP the daemon's first child seen within SECONDS;
-# prints its PID.  A cold exec's child reads the program's record from the
-# 150-IOPS disk: it lives milliseconds, and /proc is polled every 0.5 ms.
+# stop_child SECONDS: SIGSTOP the daemon's first child seen within SECONDS
+# of its first look (it creates stopper.ready then); prints its PID.  A
+# cold exec's child reads the program's record from the 150-IOPS disk: it
+# lives milliseconds, and /proc is polled every 0.5 ms.
 stop_child() {
 	python3 - "$DPID" "$1" <<'PY'
 import os, signal, sys, time
 dpid, deadline = sys.argv[1], time.time() + float(sys.argv[2])
+open("stopper.ready", "w").close()
 while time.time() < deadline:
     try:
         kids = open("/proc/%s/task/%s/children" % (dpid, dpid)).read().split()
@@ -307,9 +309,11 @@ k0=$(counter killed_stopped)
 # cycle is tried again, at most 20 cold execs in all.
 stops=0
 for _ in $(seq 20); do
+	rm -f stopper.ready
 	stop_child 3 >stopped.pid &
 	stopper=$!
-	sleep 0.2
+	# python3 starting takes longer than the child lives, under load
+	for _ in $(seq 200); do [ -e stopper.ready ] && break; sleep 0.05; done
 	sync
 	echo 3 >/proc/sys/vm/drop_caches
 	./prog >/dev/null || fail "prog failed while its reader was stopped"
