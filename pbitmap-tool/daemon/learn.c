@@ -100,8 +100,13 @@ extern const char pbd_learn_obj[], pbd_learn_obj_end[];
  */
 #define FILE_CHUNKS	256
 #define ALL_CHUNKS	16384
-/* Metadata pages of one run (meta.c): 16 MiB of its device; more are dropped. */
+/*
+ * Metadata pages of one run (meta.c): 16 MiB of its device, in at most
+ * META_MAX_CHUNKS chunks (128 KiB: scattered pages do not take a user's
+ * share of ALL_CHUNKS); more are dropped.
+ */
 #define META_MAX_PAGES	4096
+#define META_MAX_CHUNKS	256
 /* Events handled per turn of the event loop: a flood starves nothing else. */
 #define EVENTS_PER_TURN	4096
 
@@ -414,15 +419,17 @@ static void on_meta(const struct pbd_learn_event *e)
 	struct learner *l = learner_find((pid_t)e->tgid);
 	size_t nr;
 
-	if (!l || !pbd.cfg.metadata || user_dev(e->dev) != l->exe_dev)
+	/* only root's programs have lists (meta.c) */
+	if (!l || !pbd.cfg.metadata || !l->exe_known || l->exe_st.st_uid != 0 ||
+	    user_dev(e->dev) != l->exe_dev)
 		return;
 	nr = l->meta.nr;
 	for (uint64_t i = 0, page, q; i < e->nr && i < 16 && !l->meta_full; i++) {
 		page = e->index + i;
 		if (pb_pageset_next(&l->meta, page, &q) && q == page)
 			continue;	/* looked up before */
-		if (l->meta_pages >= META_MAX_PAGES || L.chunks >= ALL_CHUNKS ||
-		    pb_pageset_add(&l->meta, page)) {
+		if (l->meta_pages >= META_MAX_PAGES || l->meta.nr >= META_MAX_CHUNKS ||
+		    L.chunks >= ALL_CHUNKS || pb_pageset_add(&l->meta, page)) {
 			l->meta_full = true;	/* its list is this much: counted once */
 			pbd.n.learn_lost++;
 		} else {
