@@ -143,9 +143,11 @@ sdev=$(stat -c %d stamped)
 smaj=$((sdev >> 8 & 0xfff | (sdev >> 32 & ~0xfff))) smin=$((sdev & 0xff | (sdev >> 12 & ~0xff)))
 fsid=$(printf '%016x' "0x$(stat -f -c %i stamped)")
 list="$d/state/metadata-$smaj:$smin-$(stat -c %i stamped)"
-meta_list() {	# FSID [RUNS]: the program's list, with that filesystem ID
-	printf 'pbitmapd-metadata 1\ndevice %s\nfsid %s %s\n%b' "$smaj:$smin" "${1:0:8}" "${1:8:8}" \
-		"${2:-0 4\n10000 2\n}" >"$list"
+smtime=$(stat -c %.9Y stamped)
+meta_list() {	# FSID [LINES]: the program's list, with that filesystem ID
+	printf 'pbitmapd-metadata 1\ndevice %s\nfsid %s %s\nprogram %s %s %s\n%b' "$smaj:$smin" \
+		"${1:0:8}" "${1:8:8}" "$(stat -c %s stamped)" "${smtime%.*}" "$((10#${smtime#*.}))" \
+		"${2:-0 4 0\n10000 2 1\n}" >"$list"
 }
 for i in 1 2 3; do
 	./stamped 1 && ./plain 0 || fail "the programs do not run under the daemon"
@@ -171,9 +173,9 @@ stale_run() {	# N REASON: the stamped program run once more, meta_stale then N
 	grep -qF "pbitmapd: $list: not read: $2" daemon.log || fail "no 'not read: $2': $(grep metadata daemon.log)"
 }
 meta_list 0000000100000002
-stale_run 1 "another filesystem's (its ID or device)"
-meta_list "$fsid" '10 4\n12 1\n'
-stale_run 2 "runs not ascending and apart, or too many"
+stale_run 1 "another program's (its filesystem, size or time)"
+meta_list "$fsid" '10 4 0\n12 1 0\n'	# overlapping runs
+stale_run 2 "lines not as pbitmapd writes them"
 printf 'pbitmapd-metadata 2\n' >"$list"
 stale_run 3 "not a pbitmapd-metadata 1 list"
 # a data file: read ahead when opened, its marked pages only
