@@ -63,8 +63,8 @@ for i in 1 2 3; do
 done
 settle learn_written 3
 stop_daemon
-ino=$(stat -c %i walker) dev=$(stat -c %d walker)
-maj=$((dev >> 8 & 0xfff | (dev >> 32 & ~0xfff))) min=$((dev & 0xff | (dev >> 12 & ~0xff)))
+ino=$(stat -c %i walker)
+IFS=: read -r maj min < <(stat -c %Hd:%Ld walker)
 list="$W/state/metadata-$maj:$min-$ino"
 [ -f "$list" ] || fail "no list $list for the walker's inode: $(ls -l "$W/state")"
 [ "$(ls "$W/state" | wc -l)" = 1 ] || fail "lists of old inodes left: $(ls "$W/state")"

@@ -101,11 +101,10 @@ extern const char pbd_learn_obj[], pbd_learn_obj_end[];
 #define FILE_CHUNKS	256
 #define ALL_CHUNKS	16384
 /*
- * Metadata pages of one run (meta.c): 16 MiB of its device, in at most
+ * Metadata pages of one run: META_MAX_PAGES (pbitmapd.h) in at most
  * META_MAX_CHUNKS chunks (128 KiB: scattered pages do not take a user's
  * share of ALL_CHUNKS); more are dropped.
  */
-#define META_MAX_PAGES	4096
 #define META_MAX_CHUNKS	256
 /* Events handled per turn of the event loop: a flood starves nothing else. */
 #define EVENTS_PER_TURN	4096
@@ -801,8 +800,11 @@ static void learn_finish(struct learner *l)
 	bool any = false;
 	pid_t child;
 
-	/* before the writer: a program rewritten by it has its list moved after (main.c) */
-	if (l->exe_known && l->meta_pages)
+	/*
+	 * Before the writer: a program rewritten by it has its list moved
+	 * after (main.c).  on_meta() kept pages only when exe_st is known.
+	 */
+	if (l->meta_pages)
 		meta_save(&l->exe_st, &l->meta, l->meta_pages);
 	for (size_t i = 0; i < l->nr_files; i++)
 		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);

@@ -60,9 +60,9 @@
 #include <unistd.h>
 
 #include "pbitmapd.h"
+#include "blockdev.h"
 
 #define META_MAGIC	"pbitmapd-metadata 1"
-#define META_MAX_PAGES	4096		/* in a list: 16 MiB of the device */
 #define META_MAX_RUNS	META_MAX_PAGES	/* lines of a list */
 #define META_KEEP_RUNS	3		/* learned runs a page stays without a look-up */
 #define META_MAX_BYTES	(32ull << 20)	/* read for one exec, joined */
@@ -215,24 +215,21 @@ static size_t merge(const struct pb_pageset *pages, const struct meta_run *old, 
 {
 	size_t n = 0, count[META_KEEP_RUNS + 2] = { 0 }, keep = 0, k = 0;
 	unsigned int oldest = 0;
-	uint64_t p, from = 0;
-	bool have = pb_pageset_next(pages, from, &p);
+	uint64_t p;
+	bool have = pb_pageset_next(pages, 0, &p), seen;
 
-	for (int i = 0; i <= nr_old; i++) {
-		uint64_t stop = i < nr_old ? old[i].start : UINT64_MAX;
-
-		for (; have && p < stop; have = pb_pageset_next(pages, p + 1, &p))
+	for (int i = 0; i < nr_old; i++) {
+		for (; have && p < old[i].start; have = pb_pageset_next(pages, p + 1, &p))
 			out[n++] = (struct meta_page){ p, 0 };
-		for (uint64_t q = i < nr_old ? old[i].start : 0; i < nr_old &&
-		     q < old[i].start + old[i].nr; q++) {
-			if (have && p == q) {
-				out[n++] = (struct meta_page){ p, 0 };
+		for (uint64_t q = old[i].start; q < old[i].start + old[i].nr; q++) {
+			seen = have && p == q;
+			out[n++] = (struct meta_page){ q, seen ? 0 : old[i].age + !warm };
+			if (seen)
 				have = pb_pageset_next(pages, p + 1, &p);
-			} else {
-				out[n++] = (struct meta_page){ q, old[i].age + !warm };
-			}
 		}
 	}
+	for (; have; have = pb_pageset_next(pages, p + 1, &p))
+		out[n++] = (struct meta_page){ p, 0 };
 	for (size_t i = 0; i < n; i++)
 		count[out[i].age]++;
 	while (oldest <= META_KEEP_RUNS && keep + count[oldest] <= META_MAX_PAGES)
@@ -309,29 +306,20 @@ void meta_moved(dev_t dev, ino_t ino, const struct stat *now)
 		pb_error_errno(from, "cannot rename to %s", to);
 }
 
-/* The block device @dev, opened for reading: udev's name, else sysfs's. */
+/*
+ * The block device @dev, opened for reading (its node as `pbitmap
+ * device-gap` finds it); -1 when it cannot be, -2 when what its node
+ * names is not that device.
+ */
 static int open_bdev(dev_t dev)
 {
-	char path[PATH_MAX], uevent[4096], *name;
+	char node[PATH_MAX];
 	struct stat st;
 	int fd;
 
-	snprintf(path, sizeof(path), "/dev/block/%u:%u", major(dev), minor(dev));
-	fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	if (fd < 0) {
-		snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(dev), minor(dev));
-		if (read_text(path, uevent, sizeof(uevent)) < 0)
-			return -1;
-		name = strstr(uevent, "DEVNAME=");
-		if (!name)
-			return -1;
-		name += strlen("DEVNAME=");
-		name[strcspn(name, "\n")] = '\0';
-		if (strstr(name, ".."))
-			return -1;
-		snprintf(path, sizeof(path), "/dev/%s", name);
-		fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-	}
+	if (!pb_block_device_node(dev, node, sizeof(node)))
+		return -1;
+	fd = open(node, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
 	if (fd >= 0 && (fstat(fd, &st) || !S_ISBLK(st.st_mode) || st.st_rdev != dev)) {
 		close(fd);
 		fd = -2;

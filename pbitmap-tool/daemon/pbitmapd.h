@@ -197,7 +197,11 @@ void learn_allow(const struct stat *st, uint32_t flags);
 bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
 void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves' exec */
 
-/* meta.c: the metadata lists */
+/*
+ * meta.c: the metadata lists.  A list, and one learning run's look-ups
+ * (learn.c), hold at most META_MAX_PAGES pages: 16 MiB of the device.
+ */
+#define META_MAX_PAGES	4096
 int meta_start(void);
 void meta_save(const struct stat *exe, const struct pb_pageset *pages, uint64_t nr);
 void meta_moved(dev_t dev, ino_t ino, const struct stat *now);

@@ -46,7 +46,7 @@ static int because(int ret, char *why, size_t size, const char *fmt, ...)
 	return ret;
 }
 
-/* Whether sysfs knows @dev as a block device (as cmd-gap.c's device_node()). */
+/* Whether sysfs knows @dev as a block device (as pb_block_device_node()). */
 static bool is_block_device(dev_t dev)
 {
 	char path[64];
@@ -164,4 +164,24 @@ int pb_block_device(const char *path, dev_t *dev, char *why, size_t size)
 		return because(PB_NONE, why, size, "not a block filesystem: %s", name);
 	return because(PB_NONE, why, size, "not a block filesystem: type %#x, device %u:%u",
 		       (uint32_t)sfs.f_type, major(st.st_dev), minor(st.st_dev));
+}
+
+bool pb_block_device_node(dev_t dev, char *node, size_t size)
+{
+	char path[64], line[128];
+	bool found = false;
+	FILE *fp;
+
+	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", major(dev), minor(dev));
+	fp = fopen(path, "re");
+	if (!fp)
+		return false;
+	snprintf(node, size, "/dev/block/%u:%u", major(dev), minor(dev));
+	while (!found && fgets(line, sizeof(line), fp))
+		if (!strncmp(line, "DEVNAME=", 8) && !strchr(line + 8, '/')) {
+			line[strcspn(line, "\n")] = 0;
+			found = (size_t)snprintf(node, size, "/dev/%s", line + 8) < size;
+		}
+	fclose(fp);
+	return true;
 }

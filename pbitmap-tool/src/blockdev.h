@@ -8,6 +8,7 @@
 #ifndef PBITMAP_BLOCKDEV_H
 #define PBITMAP_BLOCKDEV_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <sys/types.h>
 
@@ -27,5 +28,13 @@
  * (PB_BLOCKDEV_WHY is enough).
  */
 int pb_block_device(const char *path, dev_t *dev, char *why, size_t size);
+
+/*
+ * The device node of block device @dev in @node: /dev/DEVNAME from sysfs
+ * (a system without udev's /dev/block links has it), else
+ * /dev/block/MAJ:MIN.  False when sysfs knows no such block device.  The
+ * caller checks what it opens (st_rdev): a node is only a name.
+ */
+bool pb_block_device_node(dev_t dev, char *node, size_t size);
 
 #endif

@@ -241,31 +241,6 @@ static unsigned long long model_gap_kb(unsigned int maj, unsigned int min)
 }
 
 /*
- * The device node of @maj:@min in @dev: /dev/DEVNAME from sysfs (a system
- * without udev's /dev/block links has it), else /dev/block/MAJ:MIN.
- * Returns false when sysfs knows no such block device.
- */
-static bool device_node(unsigned int maj, unsigned int min, char *dev, size_t size)
-{
-	char path[64], line[128];
-	bool found = false;
-	FILE *fp;
-
-	snprintf(path, sizeof(path), "/sys/dev/block/%u:%u/uevent", maj, min);
-	fp = fopen(path, "re");
-	if (!fp)
-		return false;
-	snprintf(dev, size, "/dev/block/%u:%u", maj, min);
-	while (!found && fgets(line, sizeof(line), fp))
-		if (!strncmp(line, "DEVNAME=", 8) && !strchr(line + 8, '/')) {
-			line[strcspn(line, "\n")] = 0;
-			found = (size_t)snprintf(dev, size, "/dev/%s", line + 8) < size;
-		}
-	fclose(fp);
-	return true;
-}
-
-/*
  * Record @kb, measured on @maj:@min, for pbitmapd (PB_DEVICE_GAP_FILE, on
  * every kernel): a temporary file in the same directory, renamed over the
  * old one, so that a reader sees the old line or the new one, never half.
@@ -362,7 +337,7 @@ static int measure(const char *path, unsigned int depth, bool set)
 		return 0;
 	}
 	maj = major(devno), min = minor(devno);
-	if (!device_node(maj, min, dev, sizeof(dev)))
+	if (!pb_block_device_node(devno, dev, sizeof(dev)))
 		return pb_error(path, "no block device %u:%u in /sys/dev/block", maj, min);
 	fd = open(dev, O_RDONLY | O_DIRECT | O_CLOEXEC);
 	if (fd < 0)

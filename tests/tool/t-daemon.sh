@@ -139,8 +139,7 @@ counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
 # The stamped program's metadata list, as a learned run leaves one (the
 # guest's t-daemon-meta learns lists and reads them: a host may not let
 # even root open its disk), but each not one to read, for its own reason.
-sdev=$(stat -c %d stamped)
-smaj=$((sdev >> 8 & 0xfff | (sdev >> 32 & ~0xfff))) smin=$((sdev & 0xff | (sdev >> 12 & ~0xff)))
+IFS=: read -r smaj smin < <(stat -c %Hd:%Ld stamped)
 fsid=$(printf '%016x' "0x$(stat -f -c %i stamped)")
 list="$d/state/metadata-$smaj:$smin-$(stat -c %i stamped)"
 smtime=$(stat -c %.9Y stamped)
