@@ -31,7 +31,7 @@ DEPS_KERNEL := bc flex bison libssl-dev libelf-dev \
 	       dwarves ccache quilt rsync mmdebstrap qemu-system-x86 e2fsprogs sparse \
 	       kmod cpio xz-utils busybox-static
 DEPS_ALL += $(DEPS_KERNEL)
-CHECKS += kernel-distro-check vm-check vm-stock-check
+CHECKS += kernel-distro-check vm-check vm-lsm-check vm-stock-check
 
 KP_DIR     := kernel-patch
 KSRC       := $(BUILD)/linux-src
@@ -69,7 +69,7 @@ GUEST_IMG  := $(BUILD)/guest.img
 
 .PHONY: kernel kernel-patch-check kernel-distro-check kernel-tree kernel-base-check \
 	kernel-series-check \
-	image vm-run vm-check vm-debug-check vm-debug-run stock-kernel stock-kernel-7.3
+	image vm-run vm-check vm-debug-check vm-debug-run stock-kernel stock-kernel-7.3 toolbuilds vm-lsm-check
 
 # The linux-source and linux-config packages must be the version the series
 # was made against (kernel-patch/BASE), not whatever the archive has now:
@@ -151,13 +151,18 @@ vm-run:
 # (tests/lib/make-toolbuilds), for t-upgrade.
 VM_TESTS := $(BUILD)/vm-tests
 # Guests at once (scripts/vm-shards): the tests are mostly single-threaded,
-# so two guests use both cores of a 2-core host.  Three were no faster:
-# with make check's other guests beside them, the guests' CPU is the
-# limit (three took 718-761 s where two took 797-805 s, and the systemtap
-# and benchmark guests then ended after them).
-VM_SHARDS ?= 2
+# so two guests use both cores of a 2-core host.  Three: the tests also wait
+# on their throttled disks (150 requests a second), and with two guests the
+# host's cores were 16-19% idle in the last 600 s of make check of 36927f6
+# (vmstat), when the systemtap and benchmark guests had ended; the shards
+# ended 1180 and 1190 s after they started.  (Three were no faster when
+# the shards ended before those guests: 718-761 s against 797-805 s with
+# two, and those guests then ended after them.)
+VM_SHARDS ?= 3
 # The tests that need LSMs the other boots leave off (config.fragment): one
-# guest of their own, after the shards, booted with VM_LSM_APPEND.
+# guest of their own (vm-lsm-check), booted with VM_LSM_APPEND, in its own
+# job directory and lock: under make check it runs beside the shards, not
+# after them on one core of two.
 VM_LSM_TESTS  := t-learn-lsm
 VM_LSM_APPEND := lsm=landlock,tomoyo,apparmor
 VM_LSM_DIR    := $(BUILD)/vm-lsm-tests
@@ -172,18 +177,28 @@ stock-kernel: deps
 STOCK73_DIR     := $(BUILD)/stock-7.3
 stock-kernel-7.3: deps
 	$(KP_DIR)/scripts/stock-kernel --mainline $(STOCK73_DIR)
-vm-check: kernel image rpm deb
-	@rm -rf $(VM_TESTS) $(VM_LSM_DIR) && mkdir -p $(VM_TESTS) $(VM_LSM_DIR)
-	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
+# t-upgrade's tool builds and packages need no kernel: their own target, so
+# that make check makes them beside the kernel build (about 2 minutes of
+# compiles and rpmbuild runs that came after it, before any guest started).
+TOOLBUILDS := $(BUILD)/toolbuilds
+toolbuilds: rpm deb $(BUILD)/pbitmap
+	rm -rf $(TOOLBUILDS)
+	tests/lib/make-toolbuilds $(abspath $(TOOLBUILDS))
+vm-lsm-check: kernel image
+	@rm -rf $(VM_LSM_DIR) && mkdir -p $(VM_LSM_DIR)
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_LSM_TESTS)) $(VM_LSM_DIR)/
+	VM_APPEND="$(VM_LSM_APPEND) $${VM_APPEND:-}" VM_JOBDIR=$(BUILD)/vm-lsm/job \
+		VM_RESULTS=$(BUILD)/vm-lsm-results VM_CONSOLE=$(BUILD)/vm-lsm-console.log \
+		$(VM_ENV) $(VM) --tests $(VM_LSM_DIR)
+vm-check: kernel image rpm deb toolbuilds
+	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
+	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
 	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS) $(VM_STOCK_TESTS))
-	tests/lib/make-toolbuilds $(abspath $(VM_TESTS))/toolbuilds
+	cp -a $(TOOLBUILDS) $(VM_TESTS)/toolbuilds
 	mkdir -p $(VM_TESTS)/modules
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_TESTS)/modules/
 	VM_SHARDS_DIR=$(BUILD) $(VM_ENV) $(KP_DIR)/scripts/vm-shards $(VM_SHARDS) $(VM_TESTS)
-	VM_APPEND="$(VM_LSM_APPEND) $${VM_APPEND:-}" VM_RESULTS=$(BUILD)/vm-lsm-results \
-		VM_CONSOLE=$(BUILD)/vm-lsm-console.log $(VM_ENV) $(VM) --tests $(VM_LSM_DIR)
 
 # The stock kernel's guest needs neither the patched kernel nor its
 # guests: under make check it runs beside the kernel build, in its own job

@@ -42,17 +42,7 @@ W=/var/tmp/t-daemon
 source "$(dirname "$0")/daemonlib.sh"
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >conf	# learning: t-daemon-learn.sh
 
-DPID=
-start_daemon() {
-	rm -f status
-	"$PBITMAPD" -v -c "$W/conf" -s "$W/status" -S "$W/state" 2>>"$W/daemon.log" &
-	DPID=$!
-	for _ in $(seq 100); do [ -s status ] && return 0; sleep 0.1; done
-	fail "pbitmapd wrote no status file in 10 s"
-}
-stop_daemon() { [ -z "$DPID" ] || { kill "$DPID" 2>/dev/null; wait "$DPID" || true; DPID=; }; }
 trap 'stop_daemon; umount "$W/ctr/data" 2>/dev/null || true' EXIT
-counter() { awk -v k="$1" '$1 == k { print $2 }' "$W/status"; }
 # idle: no exec being read ahead, and at least $1 execs seen in all
 idle() {
 	for _ in $(seq 100); do
@@ -78,7 +68,7 @@ cold() {	# daemon|plain N
 }
 for i in 1 2 3; do
 	cold plain "$i"
-	start_daemon
+	start_daemon conf -v
 	e0=$(counter execs)
 	cold daemon "$i"
 	idle $((e0 + 2))	# time, cc1
@@ -109,7 +99,7 @@ install -m 0600 data secret
 pbitmap plan prog-secret "$W/liba.so" "$W/secret" || fail "pbitmap plan (secret)"
 chmod 755 prog prog-secret
 
-start_daemon
+start_daemon conf -v
 evict data liba.so libb.so
 e0=$(counter execs) p0=$(counter plans)
 [ "$(./prog)" = "$want" ] || fail "prog printed something else under the daemon"
@@ -268,7 +258,7 @@ wait "$runner" || fail "a stamped program failed when the daemon was killed with
 pbitmap verify -q prog liba.so libb.so || fail "a bitmap does not verify after kill -9"
 [ "$(wc -l <status)" = "$lines" ] && [ "$(tail -n 1 status | cut -d' ' -f1)" = meta_bytes ] ||
 	fail "the status file is not whole after kill -9: $(cat status)"
-start_daemon
+start_daemon conf -v
 e0=$(counter execs)
 ./prog >/dev/null
 idle $((e0 + 1))
