@@ -157,7 +157,8 @@ VM_TESTS := $(BUILD)/vm-tests
 # (vmstat), when the systemtap and benchmark guests had ended; the shards
 # ended 1180 and 1190 s after they started.  (Three were no faster when
 # the shards ended before those guests: 718-761 s against 797-805 s with
-# two, and those guests then ended after them.)
+# two, and those guests then ended after them.)  With three (0738fb6) the
+# shards ended 1068-1300 s after they started and make check took 2443 s.
 VM_SHARDS ?= 3
 # The tests that need LSMs the other boots leave off (config.fragment): one
 # guest of their own (vm-lsm-check), booted with VM_LSM_APPEND, in its own
