@@ -8,16 +8,15 @@
 # the run on any kernel warning in the console log.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
+# vmstat_counter (coldlib.sh): read by bash itself, where an awk per read
+# (190 cases read it twice each) cost a TCG guest more than the exec the
+# case checks
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
 W=/var/tmp/t-crafted
 T=/sys/kernel/tracing
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
 fail() { echo "FAIL: $*"; exit 1; }
-# read by bash itself: 190 cases read it twice each, and an awk per read
-# costs a TCG guest more than the exec the case checks
-counter() {
-	local k v
-	while read -r k v; do [ "$k" != "$1" ] || { echo "$v"; return 0; }; done <<<"$(</proc/vmstat)"
-}
 
 mountpoint -q "$T" || mount -t tracefs nodev "$T"
 [ -d "$T/events/pbitmap/pbitmap_reject" ] || fail "no pbitmap_reject tracepoint"
@@ -39,9 +38,9 @@ for kind in pie nopie static m32pie m32static; do
 	python3 "$HERE/craft.py" "$kind" "out-$kind" >"list-$kind"
 	while read -r name reason; do
 		echo >"$T/trace"
-		r0=$(counter pbitmap_rejected)
+		r0=$(vmstat_counter pbitmap_rejected)
 		got=$("./out-$kind/$name") || fail "$kind/$name: exit status $?"
-		r1=$(counter pbitmap_rejected)
+		r1=$(vmstat_counter pbitmap_rejected)
 		[ "$got" = "$want" ] || fail "$kind/$name: printed '$got', expected '$want'"
 		((r1 == r0 + 1)) || fail "$kind/$name: pbitmap_rejected went $r0 -> $r1, expected +1"
 		trace=$(<"$T/trace")
