@@ -202,10 +202,15 @@ deps:
 # the rest fits beside them.  Each guest run has its own job directory and
 # lock.  -k: every check
 # runs and reports, whichever fails; -Otarget: each one's output in one
-# piece, when it ends.
+# piece, when it ends.  On failure the guests' failed tests are named again
+# at the end: a long log may be read by its head and tail only.
 CHECK_JOBS ?= 4
+GUEST_OUTPUTS = $(BUILD)/vm-stock-results/output $(BUILD)/vm-lsm-results/output \
+	$(BUILD)/vm-shard-*/results/output $(STAP_VM)/results/output
 check: deps
-	$(MAKE) -j$(CHECK_JOBS) -k -Otarget PBITMAP_WERROR=1 $(CHECKS)
+	$(MAKE) -j$(CHECK_JOBS) -k -Otarget PBITMAP_WERROR=1 $(CHECKS) || { \
+		echo "make check: FAILED; the guests' failed tests:"; \
+		$(KP_DIR)/scripts/vm-failures $(GUEST_OUTPUTS); exit 1; }
 
 check-tool: $(BUILD)/pbitmap $(BUILD)/asan/pbitmap $(BUILD)/pbitmap-audit.so $(FUZZ_TARGETS) \
 	    $(BUILD)/pbitmapd $(BUILD)/asan/pbitmapd
