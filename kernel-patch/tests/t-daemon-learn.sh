@@ -12,7 +12,8 @@
 #     libgmp keeps its inode (written in place, into its other record slot,
 #     as the patched kernel writes it: learn_in_place counts it), so plans
 #     naming it stay valid.  The pages learned with the default settings
-#     (fault-around off while a run is followed) are within 10% of those
+#     (fault-around off while a run is followed) but a 60 s window (a slow
+#     host's cold cc1 runs past the default 10 s) are within 10% of those
 #     `pbitmap record` learns of the same program (touched pages); a
 #     cold start read ahead from each bitmap is printed.
 #   - the policy: an owner-policy program run by nobody is not learned; a
@@ -54,7 +55,11 @@ printf 'int square(int x) { return x * x; }\n' >x.c
 CC1=$(gcc -print-prog-name=cc1)
 GMP=$(readlink -f "$(ldd "$CC1" | awk '/libgmp/ { print $3 }')")
 [ -f "$GMP" ] || fail "cc1 maps no libgmp"
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >owner.conf
+# The runs whose learned pages are counted against `pbitmap record`'s have a
+# 60 s window: under TCG on a loaded 2-core host a cold cc1 with fault-around
+# off can run past the default 10 s, and the faults after a window's end are
+# not learned (by design: a start-up's), which is not what is measured here.
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=60000\n' >owner.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=every\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >every.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >no.conf
 
@@ -196,7 +201,7 @@ fa0=$(cat $KNOB)
 [ "$fa0" -gt 4096 ] || fail "fault_around_bytes is $fa0 before the test: fault-around is off already"
 # whatever happens below, the guest's later tests get fault-around back
 trap 'stop_daemon; rm -rf "$R"; echo "$fa0" >$KNOB' EXIT
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=off\n' >fa-off.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=60000\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=off\n' >fa-off.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=3000\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=windows\n' >fa-windows.conf
 cp "$CC1" cc1f && pbitmap add -q cc1f || fail "cannot stamp a copy of cc1"
 learning_daemon fa-off.conf
@@ -204,16 +209,20 @@ learning_daemon fa-off.conf
 	fail "LEARN_FAULT_AROUND=off: fault_around_bytes $(cat $KNOB), status $(counter fault_around)"
 cold ./cc1f -quiet -O2 x.c -o f0.s		# its policy
 settle execs 1
-w0=$(counter learn_written)
+w0=$(counter learn_written) lost0=$(counter learn_events_lost)
+t0=${EPOCHREALTIME/./}
 cold ./cc1f -quiet -O2 x.c -o f1.s
+ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
 settle learn_written $((w0 + 2))
+lost=$(($(counter learn_events_lost) - lost0))
 stop_daemon
 [ "$(cat $KNOB)" = "$fa0" ] || fail "after the daemon stopped fault_around_bytes is $(cat $KNOB), was $fa0"
 f=$(newest cc1f)
 [ "$f" -ge $((r - r / 10)) ] && [ "$f" -le $((r + r / 10)) ] ||
-	fail "cc1 learned with fault-around off: $f pages, pbitmap record saw $r touched (want within 10%)"
+	fail "cc1 learned with fault-around off: $f pages, pbitmap record saw $r touched (want within 10%);" \
+		"the run took $ms ms, learn_events_lost +$lost"
 echo "fault-around off: cc1's learned generation $f pages, $((f * 100 / r))% of the $r pbitmap record" \
-	"sees touched (by default: $d, $((d * 100 / r))%); fault_around_bytes $fa0 -> 4096 -> $fa0"
+	"sees touched (by default: $d, $((d * 100 / r))%), in a run of $ms ms; fault_around_bytes $fa0 -> 4096 -> $fa0"
 learning_daemon fa-windows.conf
 [ "$(cat $KNOB)" = "$fa0" ] || fail "LEARN_FAULT_AROUND=windows: fault_around_bytes $(cat $KNOB) with no run followed"
 ./slow &
