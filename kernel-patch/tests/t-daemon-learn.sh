@@ -26,7 +26,7 @@
 #     the kernel judges the learner's write), the same run with that
 #     capability out of its bounding set does not (learn_skip_failed).
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
-#     is written while it still runs.
+#     is written while it still runs, and counted in learn_window_ended.
 #   - fault-around off (PBITMAP_DAEMON_LEARN_FAULT_AROUND): with =off the
 #     daemon sets debugfs's fault_around_bytes to one page while it runs
 #     and puts back what it found when it stops; a run of cc1 learned so
@@ -181,12 +181,14 @@ learning_daemon window.conf
 ./slow &
 first=$!
 settle execs 1
-w0=$(counter learn_written)
+w0=$(counter learn_written) e0=$(counter learn_window_ended)
 t0=$(date +%s%N)
 ./slow &
 pid=$!
 settle learn_written $((w0 + 1))
 kill -0 "$pid" 2>/dev/null || fail "the run ended before its generation was written: not written at the window's end"
+[ "$(counter learn_window_ended)" = $((e0 + 1)) ] ||
+	fail "learn_window_ended +$(($(counter learn_window_ended) - e0)) for one run written at its window's end"
 echo "window: learned 500 ms after its exec, written after $((($(date +%s%N) - t0) / 1000000)) ms, while it still ran"
 wait "$first" "$pid"	# not a bare wait: the daemon is a child too
 stop_daemon
@@ -209,18 +211,18 @@ learning_daemon fa-off.conf
 	fail "LEARN_FAULT_AROUND=off: fault_around_bytes $(cat $KNOB), status $(counter fault_around)"
 cold ./cc1f -quiet -O2 x.c -o f0.s		# its policy
 settle execs 1
-w0=$(counter learn_written) lost0=$(counter learn_events_lost)
+w0=$(counter learn_written) lost0=$(counter learn_events_lost) e0=$(counter learn_window_ended)
 t0=${EPOCHREALTIME/./}
 cold ./cc1f -quiet -O2 x.c -o f1.s
 ms=$(((${EPOCHREALTIME/./} - t0) / 1000))
 settle learn_written $((w0 + 2))
-lost=$(($(counter learn_events_lost) - lost0))
+lost=$(($(counter learn_events_lost) - lost0)) ended=$(($(counter learn_window_ended) - e0))
 stop_daemon
 [ "$(cat $KNOB)" = "$fa0" ] || fail "after the daemon stopped fault_around_bytes is $(cat $KNOB), was $fa0"
 f=$(newest cc1f)
 [ "$f" -ge $((r - r / 10)) ] && [ "$f" -le $((r + r / 10)) ] ||
 	fail "cc1 learned with fault-around off: $f pages, pbitmap record saw $r touched (want within 10%);" \
-		"the run took $ms ms, learn_events_lost +$lost"
+		"the run took $ms ms, learn_events_lost +$lost, learn_window_ended +$ended"
 echo "fault-around off: cc1's learned generation $f pages, $((f * 100 / r))% of the $r pbitmap record" \
 	"sees touched (by default: $d, $((d * 100 / r))%), in a run of $ms ms; fault_around_bytes $fa0 -> 4096 -> $fa0"
 learning_daemon fa-windows.conf

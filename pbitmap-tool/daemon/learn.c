@@ -925,16 +925,29 @@ void learn_events(void)
 		ring_buffer__consume(L.rb);
 }
 
-/* Runs whose window has ended, the program running on: written now. */
+/*
+ * Runs whose window has ended, the program running on: written now, and
+ * counted (learn_window_ended: what the program faults later is not
+ * learned, and a slow start-up learns only its first window_ms).  The
+ * events already in the ring buffer are taken in first: they are of the
+ * window, and a poll that did not report them would leave them out.
+ */
 void learn_tick(void)
 {
 	uint64_t now = now_ms();
 	__u64 lost = 0;
 	__u32 key = PBD_STAT_EVENTS_LOST;
+	bool ended = false;
 
+	for (size_t i = 0; i < MAX_LEARNERS && !ended; i++)
+		ended = learners[i].tgid && now > learners[i].until_ms;
+	if (ended)
+		learn_events();		/* may finish a run that exited meanwhile */
 	for (size_t i = 0; i < MAX_LEARNERS; i++)
-		if (learners[i].tgid && now > learners[i].until_ms)
+		if (learners[i].tgid && now > learners[i].until_ms) {
+			pbd.n.learn_window_ended++;
 			learn_finish(&learners[i]);
+		}
 	if (L.stats_fd >= 0 && !bpf_map_lookup_elem(L.stats_fd, &key, &lost))
 		pbd.n.learn_events_lost = lost;
 }

@@ -494,7 +494,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
-	COUNTER(learn_lost), COUNTER(learn_events_lost),
+	COUNTER(learn_lost), COUNTER(learn_events_lost), COUNTER(learn_window_ended),
 	COUNTER(meta_learned), COUNTER(meta_read), COUNTER(meta_stale), COUNTER(meta_bytes),
 };
 

@@ -60,6 +60,7 @@ static const struct {
 	{ "learn_skip_failed", "files not written: busy, locked, read-only, or an error" },
 	{ "learn_lost", "runs or files not followed: too many at once, or gone" },
 	{ "learn_events_lost", "faults the BPF ring buffer had no room for" },
+	{ "learn_window_ended", "runs written at their window's end, still running (later faults not learned)" },
 	{ "meta_learned", "metadata lists written: the blocks a start-up's look-ups needed" },
 	{ "meta_read", "stamped execs whose metadata list was read ahead" },
 	{ "meta_stale", "metadata lists not read: not the program's, not one, or no device" },
