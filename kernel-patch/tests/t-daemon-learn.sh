@@ -13,7 +13,7 @@
 #     as the patched kernel writes it: learn_in_place counts it), so plans
 #     naming it stay valid.  The pages learned with the default settings
 #     (fault-around off while a run is followed) but a 60 s window (a slow
-#     host's cold cc1 runs past the default 10 s) are within 10% of those
+#     host's cold cc1 can run past the default 10 s) are within 10% of those
 #     `pbitmap record` learns of the same program (touched pages); a
 #     cold start read ahead from each bitmap is printed.
 #   - the policy: an owner-policy program run by nobody is not learned; a

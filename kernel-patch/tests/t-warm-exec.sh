@@ -47,8 +47,9 @@ trace_on() {
 	echo 1 >"$T/events/pbitmap/pbitmap_prefetch/enable"
 }
 # trace_off PROGRAM: prints "EVENTS SUBMITTED OWN OTHER": the pbitmap_prefetch
-# events and the pages they submitted, the read bios of the loop's own tasks (the test's bash, its children
-# before and after exec), and the others' as "comm:sector,..."
+# events and the pages they submitted, the read bios of the loop's own tasks
+# (the test's bash, its children before and after exec), and the others' as
+# "comm:sector,..." ("-" for none)
 trace_off() {
 	echo 0 >"$T/events/block/block_bio_queue/enable"
 	echo 0 >"$T/events/pbitmap/pbitmap_prefetch/enable"
