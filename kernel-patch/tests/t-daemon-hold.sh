@@ -64,13 +64,21 @@ settle execs 1
 stop_daemon
 
 # ---- held ------------------------------------------------------------------
-start_daemon hold.conf
-evict data
-held=$(./probe data) || fail "the probe failed under the holding daemon"
-settle held 1
+# HOLD_EXEC_MS is at most 1000, and a loaded host's guest can take longer to
+# submit the plan: an exec let go at the deadline is tried again, with a
+# fresh daemon (3 tries); one answered by its child must find every page
+for try in 1 2 3; do
+	start_daemon hold.conf
+	evict data
+	held=$(./probe data) || fail "the probe failed under the holding daemon"
+	settle held 1
+	[ "$(counter held_timeout)" = 0 ] && break
+	echo "held exec: let go at the deadline (try $try of 3), tried again with a fresh daemon"
+	stop_daemon
+done
+[ "$(counter held_timeout)" = 0 ] || fail "held exec let go at the deadline, not by its child, in 3 tries"
 [ "$held" = "$pages" ] ||
 	fail "held exec: the probe found $held of the plan's $pages pages in the page cache at its start"
-[ "$(counter held_timeout)" = 0 ] || fail "held exec let go at the deadline, not by its child"
 [ "$(counter plans)" = 1 ] || fail "held exec: the plan was not followed (plans $(counter plans))"
 h0=$(counter held) e0=$(counter execs)
 for _ in 1 2 3; do /bin/true || fail "an unstamped exec failed under the holding daemon"; done

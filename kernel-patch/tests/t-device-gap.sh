@@ -4,7 +4,8 @@
 # bytes.  The root disk is throttled by QEMU to 150 read requests a second
 # whatever their size: a request costs more than any gap, so the gap is
 # the widest --set writes (1024 KiB, or the disk's largest request if
-# smaller), at least twice the kernel's model.  The same disk read from a
+# smaller) where the host's page cache holds the image, and at least twice
+# the kernel's model whatever it holds.  The same disk read from a
 # cgroup whose io.max also caps it at 4 MiB/s charges bytes: a 6.7 ms request is worth about 27 KiB
 # of transfer, so the gap measured must be narrower than the model's
 # (128 or 256 KiB) and wide enough to join runs (16-64 KiB).  --set on a
@@ -41,7 +42,7 @@ msk=$(cat "/sys/dev/block/$dev/queue/max_sectors_kb") || fail "no max_sectors_kb
 wide=$((msk < 1024 ? msk : 1024))
 ((wide >= 512)) || fail "the disk's largest request is $msk KiB: too small for this test's wide gap"
 
-# 1. Requests charged, bytes free: the widest gap, which --set on a stock
+# 1. Requests charged, bytes (nearly) free: a wide gap, which --set on a stock
 # kernel records for pbitmapd (not an error).  One probe per disk model:
 # each takes 5-20 s of reads at 150 a second.
 rc=0; pbitmap device-gap --set /usr >set.txt 2>set.err || rc=$?
@@ -49,15 +50,21 @@ cat set.txt
 [ $rc = 0 ] || fail "--set on a stock kernel: exit $rc, not 0: $(cat set.err)"
 grep -qx "pbitmap: /proc/sys/vm/pbitmap_merge_gap_kb: no such setting: the kernel has no pbitmap patch; the gap is recorded for pbitmapd only" set.err ||
 	fail "--set on a stock kernel: $(cat set.err)"
-[ "$(gap_of set.txt)" = "$wide" ] || fail "150 IOPS whatever the size: the gap should be $wide KiB: $(cat set.txt)"
-[ "$(cat /run/pbitmap/device-gap)" = "$wide $usr_dev" ] ||
-	fail "/run/pbitmap/device-gap: '$(cat /run/pbitmap/device-gap)', not '$wide $usr_dev'"
+# At least twice the model, not always the widest: the image's blocks come
+# from the host's disk when its page cache does not hold them, and a 1 MiB
+# read then costs more than a 4 KiB one (alone on a host with a cold cache:
+# 13.5 ms against 5.9, a gap of 780 KiB)
+wg=$(gap_of set.txt)
+[[ $wg =~ ^[0-9]+$ ]] && ((wg >= 512 && wg <= wide)) ||
+	fail "150 IOPS whatever the size: the gap should be 512-$wide KiB, twice the model's or more: $(cat set.txt)"
+[ "$(cat /run/pbitmap/device-gap)" = "$wg $usr_dev" ] ||
+	fail "/run/pbitmap/device-gap: '$(cat /run/pbitmap/device-gap)', not '$wg $usr_dev'"
 [ "$(stat -c %a /run/pbitmap)/$(stat -c %a /run/pbitmap/device-gap)" = 755/644 ] ||
 	fail "modes of /run/pbitmap and its file: $(stat -c %a /run/pbitmap /run/pbitmap/device-gap)"
 [ "$(ls -A /run/pbitmap)" = device-gap ] || fail "left in /run/pbitmap: $(ls -A /run/pbitmap)"
 "$PBITMAPD" --print-config -c /dev/null >cfg.txt || fail "pbitmapd --print-config failed"
-grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB $wide (measured at boot)" cfg.txt ||
-	fail "$wide KiB recorded, wider than the default, not taken: $(cat cfg.txt)"
+grep -qx "PBITMAP_DAEMON_JOIN_GAP_KB $wg (measured at boot)" cfg.txt ||
+	fail "$wg KiB recorded, wider than the default, not taken: $(cat cfg.txt)"
 
 # 2. Bytes charged too (blk-throttle): a narrower gap, recorded (in a
 # directory of PBITMAP_RUNDIR's) and taken by pbitmapd.
@@ -89,4 +96,4 @@ rc=0; pbitmap device-gap /proc 2>proc.err || rc=$?
 	fail "/proc: exit $rc, $(cat proc.err)"
 rc=0; pbitmap device-gap --depth 0 /usr 2>depth.err || rc=$?
 [ $rc = 2 ] || fail "--depth 0: exit $rc, not 2"
-echo "PASS: t-device-gap (requests only: $wide KiB, recorded and taken by pbitmapd; 4 MiB/s: $g KiB, recorded and taken)"
+echo "PASS: t-device-gap (requests only: $wg KiB, recorded and taken by pbitmapd; 4 MiB/s: $g KiB, recorded and taken)"
