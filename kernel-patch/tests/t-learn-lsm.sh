@@ -59,7 +59,7 @@ cleanup() {
 trap cleanup EXIT
 cold_need_sysctls pbitmap_enabled pbitmap_learn pbitmap_learn_interval_s \
 	pbitmap_learn_data_interval_s pbitmap_learn_window_ms pbitmap_learn_flush
-cold_need_counters pbitmap_learn_skip_denied pbitmap_learn_dropped
+cold_need_counters pbitmap_learn_skip_denied pbitmap_learn_dropped pbitmap_learn_sets
 cold_missing
 SEC=/sys/kernel/security
 # make check runs this test in a boot of its own with lsm=landlock,tomoyo,apparmor
@@ -184,10 +184,19 @@ echo "apparmor: denied learner's file byte-identical, allowed learner's file wri
 # file, which the profile does not attach to) makes the set and stays in
 # its window; the confined learner's 64 faults are then not judged (nor
 # audited) one by one: one DENIED, at its first mapping.
+# The holder's set is waited for, not a fixed second (a slow guest may not
+# have run the holder's faults by then), and it sleeps 8 s, well past the
+# confined learner's run.
 ln lp-aa-deny lp-aa-free
-./lp-aa-free 5 &
+s0=$(vmstat_counter pbitmap_learn_sets)
+./lp-aa-free 8 &
 holder=$!
-sleep 1
+for _ in $(seq 100); do
+	[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] && break
+	sleep 0.1
+done
+[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] ||
+	fail "apparmor: the unconfined learner made no learned set within 10 s"
 dmesg -c >/dev/null
 d0=$(vmstat_counter pbitmap_learn_skip_denied)
 ./lp-aa-deny &

@@ -199,12 +199,16 @@ echo "every run: nobody's run of the --learn=every program learned; of the owner
 
 # ---- windows ----
 echo 1 >$VM/pbitmap_learn
-echo 3000 >$VM/pbitmap_learn_window_ms
+# The second joins the first's set while the first sleeps (2.5 s of margin
+# for its exec: with 1 s, a slow guest's second learner could come after
+# the first had exited and its set was written), and touches B after the
+# first has exited, inside the window.
+echo 10000 >$VM/pbitmap_learn_window_ms
 cp learn-pages lp-two && pbitmap add -q lp-two
-./lp-two a 1500 >/dev/null &
+./lp-two a 3000 >/dev/null &
 first=$!
 sleep 0.5
-./lp-two b 1300 >/dev/null &
+./lp-two b 4000 >/dev/null &
 second=$!
 wait "$first" "$second" || fail "windows: a learner failed"
 for _ in $(seq 30); do [ "$(runs_of lp-two)" -ge 1 ] && break; sleep 0.2; done

@@ -14,9 +14,11 @@
 #   entries      500 entries for the one file, its path spelled 500 ways
 #                (".", "//", "/./"), one whole-file step each
 # Asserted: each crafted plan is refused (pbitmap_plan_reject_canonical 3
-# for three copies, pbitmap_plan_exec 0) and its exec takes at most twice
-# the sound plan's (medians of the execs of 3 copies, the files cached
-# before each); the program prints what it should every time.  On a
+# for three copies, pbitmap_plan_exec 0) and its exec takes at most four
+# times the sound plan's (medians of the execs of 3 copies, the files
+# cached before each; most of an exec's 0.4 s here is timeout's, setpriv's
+# and the exec's own, which a loaded host stretches unevenly, and 2,000
+# walks of 64 MiB of cache cost far more); the program prints what it should every time.  On a
 # kernel with the soft-lockup detector (the debug kernel of make
 # vm-debug-check) kernel.watchdog_thresh is 1 s while the plans run, so
 # that a walk which does not yield for 2 s is reported, and dmesg must
@@ -148,7 +150,7 @@ for c in repeated overlapping reversed alternating entries; do
 	e=$(delta pbitmap_plan_exec $c.s0 $c.s1)
 	echo "$c: ${t} us an exec (median of 3), reject_canonical $r, plan_exec $e"
 	[ "$r" = 3 ] && [ "$e" = 0 ] || fail "$c: want each of 3 plans refused as not canonical"
-	((t <= 2 * sound)) || fail "$c: an exec took ${t} us, more than twice the sound plan's ${sound} us"
+	((t <= 4 * sound)) || fail "$c: an exec took ${t} us, more than four times the sound plan's ${sound} us"
 done
 if [ -n "$thresh" ]; then
 	(($(lockups) == l0)) || fail "soft lockup during the plans: $(dmesg | grep -A5 'soft lockup' | head -n 20)"
