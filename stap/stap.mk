@@ -38,13 +38,17 @@ STAP_SYSRT   := /usr/share/systemtap/runtime
 
 # The fix is needed exactly when the kernel has task_work_cancel_func().
 # Systemtap aborts a module whose probes take more than half of a CPU's
-# cycles over a second (STP_OVERLOAD_*), a guard for real machines.  In the
-# TCG guest every probe runs 10-30x slower than the program it watches, and
-# fault-map's handle_mm_fault probe during cc1's fault burst, beside two
-# other modules on one vCPU, once took 50.4% (CI of 879280d); 90% keeps the
-# guard against a runaway probe without aborting a measurement for TCG's cost.
-STAP_DEFS = -DMAXMAPENTRIES=16384 \
-	-DSTP_OVERLOAD_INTERVAL=1000000000LL -DSTP_OVERLOAD_THRESHOLD=900000000LL \
+# cycles over a second (STP_OVERLOAD_*), a guard for real machines.  The
+# modules built here run only in the test bed's TCG guests, where that
+# guard measures the host, not the probes: every probe runs 10-30x slower
+# than the program it watches, and a vCPU's time stolen by a loaded host
+# counts as probe time.  fault-map's probe once took 50.4% (CI of 879280d),
+# and with the threshold raised to 90%, waits.stp in the benchmark's smoke
+# run was aborted at 118% of a second (CI of ee28dea): more than all of
+# the cycles, which only a stalled vCPU explains.  So the guard is off
+# (STP_NO_OVERLOAD); a runaway probe still fails the test that loads it, by
+# that test's time limit.  `stap` run by a user keeps systemtap's default.
+STAP_DEFS = -DMAXMAPENTRIES=16384 -DSTP_NO_OVERLOAD \
 	$(if $(shell grep -s -l 'task_work_cancel_func' $(KSRC)/include/linux/task_work.h),-DSTP_TASK_WORK_CANCEL_FUNC)
 # Kbuild options (stap -B).  6.12 compiles modules with -Wextra,
 # -Wmissing-prototypes, -Wmissing-declarations, -Wenum-conversion and
