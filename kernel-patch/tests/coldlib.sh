@@ -87,6 +87,16 @@ learn_one_run() {
 
 runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
 vmstat_delta() { echo $(($(vmstat_counter "$1") - $2)); }
+# vmstat_grew NAME FROM SECONDS: /proc/vmstat's NAME above FROM, looked at
+# every 0.1 s for SECONDS at most; 1 if it never was
+vmstat_grew() {
+	local _
+	for _ in $(seq $(($3 * 10))); do
+		[ "$(vmstat_delta "$1" "$2")" -gt 0 ] && return 0
+		sleep 0.1
+	done
+	[ "$(vmstat_delta "$1" "$2")" -gt 0 ]
+}
 
 # cold_begin NAME: a fresh work directory /var/tmp/NAME, made current and
 # kept in W; pbitmap off again whenever the test ends (fail, or the EXIT trap).

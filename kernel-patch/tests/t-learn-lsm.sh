@@ -191,11 +191,7 @@ ln lp-aa-deny lp-aa-free
 s0=$(vmstat_counter pbitmap_learn_sets)
 ./lp-aa-free 8 &
 holder=$!
-for _ in $(seq 100); do
-	[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] && break
-	sleep 0.1
-done
-[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] ||
+vmstat_grew pbitmap_learn_sets "$s0" 10 ||
 	fail "apparmor: the unconfined learner made no learned set within 10 s"
 dmesg -c >/dev/null
 d0=$(vmstat_counter pbitmap_learn_skip_denied)

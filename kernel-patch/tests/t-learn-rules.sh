@@ -230,11 +230,7 @@ env LD_LIBRARY_PATH="$W/libs" sleep 600 &
 learner=$!
 tb_defer "kill $learner"
 # Until it has mapped the copy (a fixed second raced its exec under TCG).
-for _ in $(seq 300); do
-	[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] && break
-	sleep 0.1
-done
-[ "$(vmstat_delta pbitmap_learn_sets "$s0")" -gt 0 ] || fail "no cost: root's run made no learned set on the libc copy within 30 s"
+vmstat_grew pbitmap_learn_sets "$s0" 30 || fail "no cost: root's run made no learned set on the libc copy within 30 s"
 # minflt: the median of nobody's 300 execs of /bin/true, each its own
 # minor-fault count (wait4). A total over the loop wandered by 4-5% between
 # identical loops (placement of the stack and mappings under ASLR); the

@@ -225,11 +225,7 @@ for _ in $(seq 300); do
 done
 flock -n -x lp-busy true && fail "flock did not take its lock on lp-busy within 30 s"
 ./lp-busy A >/dev/null
-for _ in $(seq 50); do
-	[ "$(vmstat_delta pbitmap_learn_busy "$b0")" -gt 0 ] && break
-	sleep 0.1
-done
-[ "$(vmstat_delta pbitmap_learn_busy "$b0")" -gt 0 ] || fail "no write-back attempt met the lock"
+vmstat_grew pbitmap_learn_busy "$b0" 5 || fail "no write-back attempt met the lock"
 # No python3 while the lock is held: the kernel tries once a second, 10
 # times, then drops the set (pbitmap_learn_dropped), and a python3 start
 # costs a loaded TCG guest seconds of those ten
