@@ -925,6 +925,12 @@ void learn_events(void)
 		ring_buffer__consume(L.rb);
 }
 
+/* Whether @l is a run followed past its window, at @now. */
+static bool window_ended(const struct learner *l, uint64_t now)
+{
+	return l->tgid && now > l->until_ms;
+}
+
 /*
  * Runs whose window has ended, the program running on: written now, and
  * counted (learn_window_ended: what the program faults later is not
@@ -940,11 +946,11 @@ void learn_tick(void)
 	bool ended = false;
 
 	for (size_t i = 0; i < MAX_LEARNERS && !ended; i++)
-		ended = learners[i].tgid && now > learners[i].until_ms;
+		ended = window_ended(&learners[i], now);
 	if (ended)
 		learn_events();		/* may finish a run that exited meanwhile */
 	for (size_t i = 0; i < MAX_LEARNERS; i++)
-		if (learners[i].tgid && now > learners[i].until_ms) {
+		if (window_ended(&learners[i], now)) {
 			pbd.n.learn_window_ended++;
 			learn_finish(&learners[i]);
 		}
