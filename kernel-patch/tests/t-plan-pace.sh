@@ -161,10 +161,12 @@ p0=$(vmstat_counter pbitmap_plan_exec)
 s0=$(vmstat_counter pbitmap_plan_pace_stopped)
 # killed once its exec has handed the batch on (pbitmap_plan_paced moved),
 # not after a fixed 0.3 s: a slow guest's cold exec could take longer than
-# that and be killed before its plan was followed
+# that and be killed before its plan was followed.  The counter is read
+# before prog starts: read after, it could already count prog's exec, and
+# the loop would wait for prog's end
+q0=$(vmstat_counter pbitmap_plan_paced)
 ./prog >/dev/null &
 pid=$!
-q0=$(vmstat_counter pbitmap_plan_paced)
 for _ in $(seq 400); do
 	[ "$(vmstat_delta pbitmap_plan_paced "$q0")" -gt 0 ] && break
 	kill -0 "$pid" 2>/dev/null || break

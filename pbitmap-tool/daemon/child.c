@@ -348,7 +348,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 	struct stat st;
 	int ret;
 
-	child_limits(keep, 3, CHILD_SECONDS, CHILD_CPU);
+	child_limits(keep, 3, CHILD_SECONDS, (unsigned int)pbd.cfg.child_cpu_s);
 	if (!r.p.budget) {	/* memory.high reached: nothing at all */
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
@@ -415,7 +415,7 @@ void data_child(int fd, pid_t pid, int after, int report_fd)
 	ssize_t n;
 	int rfd;
 
-	child_limits(keep, after >= 0 ? 3 : 2, CHILD_SECONDS, CHILD_CPU);
+	child_limits(keep, after >= 0 ? 3 : 2, CHILD_SECONDS, (unsigned int)pbd.cfg.child_cpu_s);
 	if (!r.p.budget) {
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;

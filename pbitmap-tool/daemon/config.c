@@ -62,6 +62,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_HOLD_EXEC] = "PBITMAP_DAEMON_HOLD_EXEC_MS",
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
 	[PBD_SET_METADATA] = "PBITMAP_DAEMON_METADATA",
+	[PBD_SET_CHILD_CPU] = "PBITMAP_DAEMON_CHILD_CPU_S",
 };
 
 /* The words of the three-valued settings, in their enums' order. */
@@ -167,6 +168,12 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		pbd.cfg.read_program = (int)v;
 		break;
+	case PBD_SET_CHILD_CPU:	/* more than the alarm would never be reached */
+		if (config_number(path, line, key, val, CHILD_SECONDS, &pbd.cfg.child_cpu_s))
+			return PB_FAIL;
+		if (!pbd.cfg.child_cpu_s)
+			return pb_error(path, "line %u: %s=0: at least 1", line, key);
+		break;
 	default:	/* a name in setting_names[] without its case here */
 		return pb_error(path, "line %u: %s: not read by this pbitmapd", line, key);
 	}
@@ -211,7 +218,7 @@ int config_load(const char *path)
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
 				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS,
-				 .metadata = true };
+				 .metadata = true, .child_cpu_s = CHILD_CPU };
 	fp = fopen(path, "re");
 	if (!fp)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");
@@ -411,6 +418,9 @@ int config_print(void)
 			break;
 		case PBD_SET_METADATA:
 			snprintf(val, sizeof(val), "%s", c->metadata ? "yes" : "no");
+			break;
+		case PBD_SET_CHILD_CPU:
+			snprintf(val, sizeof(val), "%" PRIu64, c->child_cpu_s);
 			break;
 		default:
 			snprintf(val, sizeof(val), "%" PRIu64, c->hold_exec_ms);

@@ -744,6 +744,14 @@ int main(int argc, char **argv)
 	bool check = false, print = false, restore = false;
 	int c;
 
+	/*
+	 * Line-buffered stderr: a message goes out in one write() at its
+	 * newline.  Unbuffered, each part of it was a write of its own, and
+	 * children logging at once cut their lines into each other's
+	 * ("pbitmapd: A: pbitmapd: B: pid ...").  Nothing is left in the
+	 * buffer at a fork: every message ends in a newline.
+	 */
+	setvbuf(stderr, NULL, _IOLBF, 4096);
 	pb_progname = "pbitmapd";
 	pbd.status_path = PB_DAEMON_STATUS;
 	pbd.state_dir = PB_DAEMON_STATE;

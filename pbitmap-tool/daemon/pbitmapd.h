@@ -31,7 +31,7 @@ struct fanotify_event_info_pidfd {
 #define DEFAULT_CONFIG	"/etc/pbitmap.conf"
 #define MAX_LOCAL_FS	256
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
-#define CHILD_CPU	2	/* CPU seconds, the same */
+#define CHILD_CPU	2	/* CPU seconds, the same (PBITMAP_DAEMON_CHILD_CPU_S) */
 #define READ_ROUNDS	64	/* reads of a group's queue when a child ended (reap()) */
 #define DATA_AFTER_EXEC_MS 2000	/* a data child's wait for its opener's exec child */
 /*
@@ -60,7 +60,7 @@ enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
 	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SET_METADATA,
-	PBD_SETTINGS
+	PBD_SET_CHILD_CPU, PBD_SETTINGS
 };
 
 struct config {
@@ -82,6 +82,7 @@ struct config {
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
 	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program;
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists */
+	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */
 };
 
 /* What the daemon did since it started: the status file, `pbitmap status`. */
