@@ -35,6 +35,8 @@
 #                           copies; each copy it touched marked with exactly
 #                           the pages it faulted (NAME.truth, NAME.want)
 #   vmstat_counter NAME     a /proc/vmstat counter (empty if the kernel has none)
+#   vmstat_snap ARRAY NAME...
+#                           ARRAY[NAME] = each counter, from one read (vmstatlib.sh)
 #   record_section FILE     "OFFSET SIZE" of FILE's record section (pbitmap
 #                           show --json); non-zero status if there is none.
 #                           Call it in a command substitution, which waits
@@ -57,9 +59,14 @@ RUNS=${RUNS:-3}
 
 cold_fail() { echo "FAIL: $*"; exit 1; }
 
+# Fields of `pbitmap show --json` read by bash: a python3 started for each
+# cost a TCG guest a second or more, and t-learn-rules asks a dozen times.
+# The output is one compact JSON line per file, each name once in it.
 record_section() {
-	pbitmap show --json "$1" |
-		python3 -c 'import json,sys; r = json.load(sys.stdin)[0]; print(r["record_offset"], r["section_size"])'
+	local j
+	j=$(pbitmap show --json "$1") || return 1
+	[[ $j =~ \"record_offset\":([0-9]+),.*\"section_size\":([0-9]+) ]] || return 1
+	echo "${BASH_REMATCH[1]} ${BASH_REMATCH[2]}"
 }
 
 learn_reset() {
@@ -85,7 +92,10 @@ learn_one_run() {
 	cmp -s learning.out want.out || fail "the learning run: $(cat learning.out)"
 }
 
-runs_of() { pbitmap show --json "$1" | python3 -c 'import json,sys; print(json.load(sys.stdin)[0]["runs"])'; }
+runs_of() {
+	local j
+	j=$(pbitmap show --json "$1") && [[ $j =~ \"runs\":([0-9]+) ]] && echo "${BASH_REMATCH[1]}"
+}
 vmstat_delta() { echo $(($(vmstat_counter "$1") - $2)); }
 # vmstat_grew NAME FROM SECONDS: /proc/vmstat's NAME above FROM, looked at
 # every 0.1 s for SECONDS at most; 1 if it never was
@@ -114,27 +124,9 @@ cold_need_ground_truth() {
 		cold_fail "no ground_truth.py beside the tests (make vm-check copies tests/lib/ground_truth.py)"
 }
 
-# /proc/vmstat counter K (empty when the kernel has none of that name).
-# proc_lines FILE: FILE's text, read in one sequential pass ($(<...)).
-# Never `while read ... </proc/FILE`: bash's read takes 128-byte chunks and
-# seeks back to each line's end, and a seek in a seq_file regenerates the
-# text with new values, so a counter that changed digits meanwhile tears a
-# line (seen in CI: a t-crafted-mmap snapshot shifted by one field).  No
-# program is run either: this is called between dropping the caches and
-# a measured start.
-proc_lines() {
-	local text
-	text=$(<"$1")
-	printf '%s\n' "$text"
-}
-
-vmstat_counter() {
-	local k v
-	while read -r k v; do
-		[ "$k" = "$1" ] && { echo "$v"; return 0; }
-	done <<<"$(proc_lines /proc/vmstat)"
-	return 0
-}
+# proc_lines, vmstat_snap, vmstat_counter
+# shellcheck source=kernel-patch/tests/vmstatlib.sh
+. "$(dirname "${BASH_SOURCE[0]}")/vmstatlib.sh"
 
 # cold_need_counters C... / cold_need_sysctls S...: note each one the
 # kernel lacks.  The test still measures what it can (the figures with
@@ -227,8 +219,9 @@ cold_run() {
 	# start (time, the system's ld.so and libc) is read before counting, the
 	# same in every condition.
 	/usr/bin/time -o /dev/null true
-	local f
-	for f in ${COLD_WARM:-}; do cat "$f" >/dev/null; done
+	# one cat for them all: t-libs' floor runs warm every copy
+	# shellcheck disable=SC2086
+	[ -z "${COLD_WARM:-}" ] || cat $COLD_WARM >/dev/null
 	c0=$(meminfo_cached_kb)
 	reads_settle
 	read -r r0 _ s0 _ </sys/block/vda/stat
@@ -290,18 +283,23 @@ PY
 # LD_LIBRARY_PATH=DIR.  Tests stamp such copies, never the system's files:
 # all guest tests share one boot.  Sets COLD_COPIED to the copied paths.
 cold_private_copy() {
-	local dir=$1 exe lib interp f
+	local dir=$1 exe interp i libs=() real=() copy=()
 	exe=$(readlink -f "$(command -v "$2")") || cold_fail "$2 not found in the guest"
 	interp=$(readlink -f "$(readelf -l "$exe" | sed -n 's/.*Requesting program interpreter: \(.*\)]/\1/p')")
 	mkdir -p "$dir"
-	cp "$exe" "$dir/"
 	COLD_COPIED=("$dir/${exe##*/}")
-	for lib in $(ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }'); do
-		f=$(readlink -f "$lib")
-		[ "$f" = "$interp" ] && continue
-		cp "$f" "$dir/${lib##*/}"
-		COLD_COPIED+=("$dir/${lib##*/}")
+	# One readlink and one cp for them all (gdb has 57 libraries, and a
+	# process costs a TCG guest tens of ms); cp -L copies each library's
+	# file under the name ldd gives it (its soname).
+	mapfile -t libs < <(ldd "$exe" | awk '$2 == "=>" && $3 ~ /^\// { print $3 }')
+	((${#libs[@]})) && mapfile -t real < <(readlink -f -- "${libs[@]}")
+	((${#real[@]} == ${#libs[@]})) || cold_fail "cannot resolve the libraries of $exe"
+	for i in "${!libs[@]}"; do
+		[ "${real[i]}" = "$interp" ] && continue
+		copy+=("${libs[i]}")
+		COLD_COPIED+=("$dir/${libs[i]##*/}")
 	done
+	cp -L -- "$exe" "${copy[@]}" "$dir/" || cold_fail "cannot copy $exe and its libraries to $dir"
 	# Every library must now resolve to the copy.
 	local stray
 	stray=$(LD_LIBRARY_PATH=$dir ldd "$dir/${exe##*/}" |
@@ -316,31 +314,37 @@ cold_prepare() {
 	cold_private_copy "$W/$name" "$prog"
 	[ $# -lt 3 ] || { cp "$3" "$W/$name/"; COLD_COPIED+=("$W/$name/${3##*/}"); }
 	pbitmap add -q "${COLD_COPIED[@]}" || fail "cannot stamp the copies of $prog"
-	for f in "${COLD_COPIED[@]}"; do
-		getfattr --only-values -n user.pbitmap "$f" >/dev/null 2>&1 ||
-			fail "$f: no user.pbitmap attribute after pbitmap add (marker or record)"
-	done
+	# one getfattr: it fails when any file lacks the attribute; then which
+	getfattr --only-values -n user.pbitmap -- "${COLD_COPIED[@]}" >/dev/null 2>&1 ||
+		for f in "${COLD_COPIED[@]}"; do
+			getfattr --only-values -n user.pbitmap "$f" >/dev/null 2>&1 ||
+				fail "$f: no user.pbitmap attribute after pbitmap add (marker or record)"
+		done
 	printf '%s\n' "${COLD_COPIED[@]}" >"$name.files"
 }
 
 # cold_learn NAME CMD...: ground truth of one cold run of CMD (pbitmap off)
 # over the copies; mark exactly the pages it faulted in each copy it touched.
 cold_learn() {
-	local name=$1 gt=() f touched=() files
+	local name=$1 gt=() f touched=() files marked
 	shift
 	mapfile -t files <"$name.files"
 	for f in "${files[@]}"; do gt+=(-f "$f"); done
 	echo 0 >/proc/sys/vm/pbitmap_enabled
 	python3 "$HERE/ground_truth.py" --require-cold -o "$name.truth" "${gt[@]}" -- "$@" \
 		>"$name.want" || fail "ground truth of $name"
+	# one python3 (a second or more under TCG): the pages, then the paths
 	mapfile -t touched < <(python3 -c '
 import json, sys
-for f in json.load(open(sys.argv[1]))["files"]:
+files = json.load(open(sys.argv[1]))["files"]
+print(sum(f["count"] for f in files))
+for f in files:
     if f["count"]:
         print(f["path"])' "$name.truth")
+	((${#touched[@]})) || fail "cannot read $name.truth"
+	marked=${touched[0]}
+	touched=("${touched[@]:1}")
 	python3 "$HERE/stamp-truth.py" "$name.truth" "${touched[@]}" >"$name.stamped" ||
 		fail "cannot mark the pages of $name"
-	echo "$name: ${#touched[@]} of ${#files[@]} copies faulted, $(python3 -c '
-import json, sys
-print(sum(f["count"] for f in json.load(open(sys.argv[1]))["files"]))' "$name.truth") pages marked"
+	echo "$name: ${#touched[@]} of ${#files[@]} copies faulted, $marked pages marked"
 }

@@ -28,13 +28,13 @@ cold_need_counters pbitmap_rejected pbitmap_prefetch "${REASONS[@]/#/pbitmap_rej
 counting=1; [ -z "$COLD_MISSING" ] || counting=0
 
 # The counters of every reason, the total and the prefetches, as one line.
-# One pass over /proc/vmstat: the guest is slow, and there are 120 snapshots.
+# One read of /proc/vmstat (vmstatlib.sh): the guest is slow, and there is
+# a snapshot per case.
 snapshot() {
 	((counting)) || return 0
 	local -A v
-	local k x r
-	# proc_lines (coldlib.sh): one sequential read, no torn lines.
-	while read -r k x; do v[$k]=$x; done <<<"$(proc_lines /proc/vmstat)"
+	local r
+	vmstat_snap v "${REASONS[@]/#/pbitmap_reject_}" pbitmap_rejected pbitmap_prefetch
 	for r in "${REASONS[@]}"; do printf '%s ' "${v[pbitmap_reject_$r]}"; done
 	printf '%s %s\n' "${v[pbitmap_rejected]}" "${v[pbitmap_prefetch]}"
 }
@@ -96,8 +96,11 @@ k0=$(dmesg_problems)
 run_cases() {
 	local list=$1 label=$2 want=$3 name reason before after got n=0
 	shift 3
+	# the counters after a case are the next one's before (nothing
+	# between them maps a stamped file)
+	after=$(snapshot)
 	while read -r name reason; do
-		before=$(snapshot)
+		before=$after
 		got=$("${@//@/$name}") || fail "$label/$name: exit status $?"
 		after=$(snapshot)
 		[ "$got" = "$want" ] || fail "$label/$name: printed '$got', expected '$want'"

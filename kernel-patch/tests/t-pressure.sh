@@ -93,6 +93,9 @@ pressure_evict() {
 	echo "$name $total $free $cached $high $fill_ms $((r1 - r0))" >>pressure-mem
 }
 
+# the counters before and after each run, each set from one read
+KEYS=(pbitmap_prefetch pbitmap_rejected pbitmap_pages_marked pbitmap_pages_submitted pbitmap_pages_cached)
+declare -A V0 V1 D
 : >"$COLD_RESULTS"
 : >pb-results
 : >pressure-mem
@@ -106,20 +109,18 @@ for i in $(seq "$RUNS"); do
 			COLD_WARM="/usr/bin/env $(readlink -f /bin/bash)"
 			COLD_EVICT=
 			[ "$mode" = drop ] || COLD_EVICT="pressure_evict $prog"
-			p0=$(vmstat_counter pbitmap_prefetch) j0=$(vmstat_counter pbitmap_rejected)
-			m0=$(vmstat_counter pbitmap_pages_marked) s0=$(vmstat_counter pbitmap_pages_submitted)
-			c0=$(vmstat_counter pbitmap_pages_cached)
+			vmstat_snap V0 "${KEYS[@]}"
 			if [ "$prog" = gdb ]; then
 				cold_run "$prog-$cond" "out-$prog-$cond-$i" "${GDB[@]}"
 			else
 				cold_run "$prog-$cond" "out-$prog-$cond-$i" "${PY[@]}"
 			fi
-			p1=$(vmstat_counter pbitmap_prefetch) j1=$(vmstat_counter pbitmap_rejected)
-			m1=$(vmstat_counter pbitmap_pages_marked) s1=$(vmstat_counter pbitmap_pages_submitted)
-			c1=$(vmstat_counter pbitmap_pages_cached)
+			vmstat_snap V1 "${KEYS[@]}"
 			COLD_EVICT=
-			dp=$((${p1:-0} - ${p0:-0})) dj=$((${j1:-0} - ${j0:-0}))
-			echo "$prog-$cond $((${m1:-0} - ${m0:-0})) $((${s1:-0} - ${s0:-0})) $((${c1:-0} - ${c0:-0})) $dp" >>pb-results
+			for k in "${KEYS[@]}"; do D[$k]=$((${V1[$k]:-0} - ${V0[$k]:-0})); done
+			dp=${D[pbitmap_prefetch]} dj=${D[pbitmap_rejected]}
+			echo "$prog-$cond ${D[pbitmap_pages_marked]} ${D[pbitmap_pages_submitted]}" \
+				"${D[pbitmap_pages_cached]} $dp" >>pb-results
 			cmp -s "out-$prog-$cond-$i" "$prog.want" ||
 				bad+=" $prog $cond run $i: output differs from the reference;"
 			((dj == 0)) || bad+=" $prog $cond run $i: pbitmap_rejected +$dj;"
