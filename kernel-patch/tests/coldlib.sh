@@ -37,6 +37,7 @@
 #   vmstat_counter NAME     a /proc/vmstat counter (empty if the kernel has none)
 #   vmstat_snap ARRAY NAME...
 #                           ARRAY[NAME] = each counter, from one read (vmstatlib.sh)
+#   vmstat_diff OUT FROM TO OUT[NAME] = TO[NAME] - FROM[NAME] (vmstatlib.sh)
 #   record_section FILE     "OFFSET SIZE" of FILE's record section (pbitmap
 #                           show --json); non-zero status if there is none.
 #                           Call it in a command substitution, which waits

@@ -39,11 +39,6 @@ KEYS=(pbitmap_plan_exec pbitmap_plan_later pbitmap_plan_reject_{header,files,nam
 # S0, S1: the counters before and after a case, read by bash alone (no
 # grep or awk loaded cold after the drop, 3 processes a case); D: S1 - S0.
 declare -A S0 S1 D
-deltas() {
-	local k
-	D=()
-	for k in "${KEYS[@]}"; do D[$k]=$((S1[$k] - S0[$k])); done
-}
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
 vmstat_snap S0 "${KEYS[@]}"
@@ -82,7 +77,7 @@ run_cases() {
 		got=$(timeout 60 "${NOBODY[@]}" "./$dir/$name") || fail "$name: exit status $?"
 		vmstat_snap S1 "${KEYS[@]}"
 		[ "$got" = "$want" ] || fail "$name: printed '$got', expected '$want'"
-		deltas
+		vmstat_diff D S0 S1
 		runs=${D[pbitmap_plan_exec]}
 		rejects=0 skips=0
 		for r in header files names steps canonical order; do

@@ -117,7 +117,7 @@ for i in $(seq "$RUNS"); do
 			fi
 			vmstat_snap V1 "${KEYS[@]}"
 			COLD_EVICT=
-			for k in "${KEYS[@]}"; do D[$k]=$((${V1[$k]:-0} - ${V0[$k]:-0})); done
+			vmstat_diff D V0 V1
 			dp=${D[pbitmap_prefetch]} dj=${D[pbitmap_rejected]}
 			echo "$prog-$cond ${D[pbitmap_pages_marked]} ${D[pbitmap_pages_submitted]}" \
 				"${D[pbitmap_pages_cached]} $dp" >>pb-results

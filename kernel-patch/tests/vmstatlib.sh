@@ -36,6 +36,17 @@ vmstat_snap() {
 	done
 }
 
+# vmstat_diff OUT FROM TO: OUT[NAME] = TO[NAME] - FROM[NAME] for each NAME
+# of TO, two vmstat_snap arrays (a counter the kernel lacks counts as 0).
+vmstat_diff() {
+	local -n _vd_out=$1 _vd_from=$2 _vd_to=$3
+	local _vd_k
+	_vd_out=()
+	for _vd_k in "${!_vd_to[@]}"; do
+		_vd_out[$_vd_k]=$((${_vd_to[$_vd_k]:-0} - ${_vd_from[$_vd_k]:-0}))
+	done
+}
+
 # vmstat_counter NAME: one counter (empty when the kernel has none).
 vmstat_counter() {
 	local -A _vc
