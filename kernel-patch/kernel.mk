@@ -62,8 +62,21 @@ KJOBS      ?= 2
 PBITMAP_CACHE_DIR ?= $(or $(XDG_CACHE_HOME),$(HOME)/.cache)/pbitmap
 KCCACHE    := $(PBITMAP_CACHE_DIR)/ccache
 KCCACHE_ENV = CCACHE_DIR=$(KCCACHE) CCACHE_MAXSIZE=8G CCACHE_DEPEND=1
+# A reproducible link (Documentation/kbuild/reproducible-builds.rst): the
+# version string's build number, user, host and time fixed, the time that of
+# the last commit that changed the series or the configuration.  Linking the
+# same objects again then gives the same vmlinux and build-id, and systemtap
+# modules built against the first link still load into the second (make
+# check of 5042886 failed on "Build-id mismatch" in the systemtap guest;
+# how that run came to link twice is not known).  Two links of the same
+# tree gave ce7e6959... both times here; without these, each link has its
+# own.  KBUILD_BUILD_TIMESTAMP also makes pahole's BTF reproducible (none
+# in this configuration).
+KBUILD_REPRO = KBUILD_BUILD_VERSION=1 KBUILD_BUILD_USER=pbitmap KBUILD_BUILD_HOST=test-bed \
+	KBUILD_BUILD_TIMESTAMP='$(KBUILD_DATE)'
+KBUILD_DATE := $(or $(shell git log -1 --format=%cD -- $(KPATCHES) $(KFRAGS) 2>/dev/null),Thu, 1 Jan 2026 00:00:00 +0000)
 KMAKE      = $(KCCACHE_ENV) $(MAKE) -C $(KSRC) O=$(abspath $(KOUT)) \
-	     CC="ccache gcc" HOSTCC="ccache gcc"
+	     CC="ccache gcc" HOSTCC="ccache gcc" $(KBUILD_REPRO)
 BZIMAGE    := $(KOUT)/arch/x86/boot/bzImage
 GUEST_IMG  := $(BUILD)/guest.img
 
