@@ -74,7 +74,10 @@ KCCACHE_ENV = CCACHE_DIR=$(KCCACHE) CCACHE_MAXSIZE=8G CCACHE_DEPEND=1
 # in this configuration).
 KBUILD_REPRO = KBUILD_BUILD_VERSION=1 KBUILD_BUILD_USER=pbitmap KBUILD_BUILD_HOST=test-bed \
 	KBUILD_BUILD_TIMESTAMP='$(KBUILD_DATE)'
-KBUILD_DATE := $(or $(shell git log -1 --format=%cD -- $(KPATCHES) $(KFRAGS) 2>/dev/null),Thu, 1 Jan 2026 00:00:00 +0000)
+# (Outside a git checkout, a fixed date: a variable, since $(or) would cut
+# a literal at its first comma.)
+KBUILD_DATE_NO_GIT := Thu, 1 Jan 2026 00:00:00 +0000
+KBUILD_DATE := $(or $(shell git log -1 --format=%cD -- $(KPATCHES) $(KFRAGS) 2>/dev/null),$(KBUILD_DATE_NO_GIT))
 KMAKE      = $(KCCACHE_ENV) $(MAKE) -C $(KSRC) O=$(abspath $(KOUT)) \
 	     CC="ccache gcc" HOSTCC="ccache gcc" $(KBUILD_REPRO)
 BZIMAGE    := $(KOUT)/arch/x86/boot/bzImage

@@ -32,7 +32,8 @@ stap_kernel_check() {
 	local mod=stap_${1//-/_} want hex have
 	want=$(cat "$STAP_HERE/$mod.kernel-build-id" 2>/dev/null) ||
 		fail "no $mod.kernel-build-id beside $mod.ko (stap/stap.mk writes it)"
-	hex=$(od -An -tx1 -v /sys/kernel/notes | tr -d ' \n')
+	hex=$(od -An -tx1 -v /sys/kernel/notes) || fail "cannot read /sys/kernel/notes"
+	hex=${hex//[$' \n']/}
 	# The GNU build-id note: namesz 4, descsz 20, type 3, "GNU\0", then the id.
 	[[ $hex == *040000001400000003000000474e5500* ]] ||
 		fail "no GNU build-id note in /sys/kernel/notes"

@@ -87,9 +87,10 @@ $(STAP_RUNTIME)/.patched: $(STAP_RT_FIXES) $(wildcard $(STAP_SYSRT)/stp_task_wor
 stap_kid = $(patsubst %.ko,%.kernel-build-id,$(1))
 define stap_rule
 $(call stap_mod,$(1)): $(STAP_DIR)/$(1).stp $(STAP_DIR)/stap.mk $(STAP_RUNTIME)/.patched $(BZIMAGE)
-	readelf -n $(KOUT)/vmlinux | sed -n 's/^ *Build ID: //p' > $$(call stap_kid,$$@)
-	@test -s $$(call stap_kid,$$@) || { echo "stap: no build-id in $(KOUT)/vmlinux" >&2; exit 1; }
+	LC_ALL=C readelf -n $(KOUT)/vmlinux | sed -n 's/^ *Build ID: //p' > $$(call stap_kid,$$@).tmp
+	@test -s $$(call stap_kid,$$@).tmp || { echo "stap: no build-id in $(KOUT)/vmlinux" >&2; exit 1; }
 	cd $(STAP_BUILD) && $$(STAP_CMD) -p4 -m $$(basename $$(notdir $$@)) $$(abspath $$<) >/dev/null
+	mv $$(call stap_kid,$$@).tmp $$(call stap_kid,$$@)
 endef
 $(foreach s,$(STAP_SCRIPTS),$(eval $(call stap_rule,$(s))))
 
