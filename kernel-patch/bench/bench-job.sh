@@ -92,6 +92,8 @@
 #            (PBITMAP_DAEMON_METADATA=no): each start-up's look-ups read
 #            their directory and inode blocks one at a time, as before the
 #            lists (pbitmapd's meta.c); daemon has them
+#   daemon-nometa-probed  daemon-nometa with daemon-probed's gap: what the
+#            lists add in the configuration a user gets
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the
@@ -150,7 +152,7 @@ needs_b() {
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
-in_tree_d() { case $1 in daemon | daemon-nometa | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
 is_daemon() { in_tree_d "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; *) false ;; esac; }
 needs_d() {
 	local c
@@ -227,7 +229,8 @@ probe_gap=-1
 if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
 	has_condition plan-probed-meta ||
 	has_condition pressure-plan-probed ||
-	has_condition daemon-probed || has_condition pressure-daemon-probed; then
+	has_condition daemon-probed || has_condition pressure-daemon-probed ||
+	has_condition daemon-nometa-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
@@ -450,6 +453,12 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	local n=${1#daemon-gap}
 	case $1 in
+	daemon-nometa-probed)
+		n=256
+		[ "$probe_gap" -lt 0 ] || n=$probe_gap
+		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' \
+			"$n" >/var/tmp/bench/daemon-nometa-gap$n.conf
+		echo /var/tmp/bench/daemon-nometa-gap$n.conf; return ;;
 	*daemon-probed)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap ;;
