@@ -451,17 +451,12 @@ cd /var/tmp && rm -rf bench && mkdir bench && cd bench
 # runs, or learning too (tree D's set-up, every run learned).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
-	local n=${1#daemon-gap}
+	local n=${1#daemon-gap} nometa= f
 	case $1 in
-	daemon-nometa-probed)
+	*daemon-probed | daemon-nometa-probed)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap
-		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' \
-			"$n" >/var/tmp/bench/daemon-nometa-gap$n.conf
-		echo /var/tmp/bench/daemon-nometa-gap$n.conf; return ;;
-	*daemon-probed)	# pbitmapd's rule: the measured gap, or 256 where -1
-		n=256
-		[ "$probe_gap" -lt 0 ] || n=$probe_gap ;;
+		[ "$1" != daemon-nometa-probed ] || nometa=nometa- ;;
 	daemon-gap[0-9]*) ;;
 	daemon-nometa)
 		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' \
@@ -475,10 +470,12 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 		echo /var/tmp/bench/daemon-hold$n.conf; return ;;
 	*) echo /var/tmp/bench/daemon-read.conf; return ;;
 	esac
-	[ -f /var/tmp/bench/daemon-gap$n.conf ] ||
-		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' "$n" \
-			>/var/tmp/bench/daemon-gap$n.conf
-	echo /var/tmp/bench/daemon-gap$n.conf
+	f=/var/tmp/bench/daemon-${nometa}gap$n.conf
+	[ -f "$f" ] || {
+		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' "$n"
+		[ -z "$nometa" ] || echo PBITMAP_DAEMON_METADATA=no
+	} >"$f"
+	echo "$f"
 }
 # DAEMON_FAULT_AROUND: PBITMAP_DAEMON_LEARN_FAULT_AROUND for tree D's
 # learning (unset: the daemon's default, windows; keep; off: every page
