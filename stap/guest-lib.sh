@@ -23,24 +23,14 @@ stap_version_check() {
 # shellcheck source=kernel-patch/tests/gcc-workload.sh
 . "$STAP_HERE/gcc-workload.sh"
 
-# stap_kernel_check SCRIPT: the module's probes were placed from one link
-# of the kernel, whose build-id stap.mk wrote beside it; systemtap refuses
-# to load it into another ("Build-id mismatch", then staprun exits).  Said
-# here, with both ids and the booted kernel's uname -v: a module older than
-# the kernel build is rebuilt by make stap.
+# stap_kernel_check SCRIPT: the module fits the booted kernel (build-id.sh),
+# said before staprun, whose own message is "exited early".  A module
+# older than the kernel build is rebuilt by make stap.
+# shellcheck source=stap/build-id.sh
+. "$STAP_HERE/build-id.sh"
 stap_kernel_check() {
-	local mod=stap_${1//-/_} want hex have
-	want=$(cat "$STAP_HERE/$mod.kernel-build-id" 2>/dev/null) ||
-		fail "no $mod.kernel-build-id beside $mod.ko (stap/stap.mk writes it)"
-	hex=$(od -An -tx1 -v /sys/kernel/notes) || fail "cannot read /sys/kernel/notes"
-	hex=${hex//[$' \n']/}
-	# The GNU build-id note: namesz 4, descsz 20, type 3, "GNU\0", then the id.
-	[[ $hex == *040000001400000003000000474e5500* ]] ||
-		fail "no GNU build-id note in /sys/kernel/notes"
-	hex=${hex#*040000001400000003000000474e5500}
-	have=${hex:0:40}
-	[ "$have" = "$want" ] ||
-		fail "$mod.ko was built for the kernel with build-id $want; this one ($(uname -v)) has $have: the kernel was linked again after the module was built"
+	local why
+	why=$(stap_build_id_check "$STAP_HERE/stap_${1//-/_}.ko") || fail "$why"
 }
 
 # start_stap SCRIPT OUTPUT [ARG...]: staprun SCRIPT.ko in the background and

@@ -82,8 +82,8 @@ $(STAP_RUNTIME)/.patched: $(STAP_RT_FIXES) $(wildcard $(STAP_SYSRT)/stp_task_wor
 # Beside each module, the build-id of the vmlinux it was built against
 # (stap_SCRIPT.kernel-build-id): systemtap refuses to load a module into
 # another link of the kernel ("Build-id mismatch"), and the guest side
-# (guest-lib.sh) compares it with the running kernel's first, to say so
-# with both ids.
+# (build-id.sh, for make stap-check and the benchmark's WAITS=1) compares it
+# with the running kernel's first, to say so with both ids.
 stap_kid = $(patsubst %.ko,%.kernel-build-id,$(1))
 define stap_rule
 $(call stap_mod,$(1)): $(STAP_DIR)/$(1).stp $(STAP_DIR)/stap.mk $(STAP_RUNTIME)/.patched $(BZIMAGE)
@@ -113,7 +113,7 @@ stap-run:
 	@printf '%s\n' $(VM_CMD_Q) > $(STAP_JOB)/run/cmd
 	@printf '%s\n' '$(subst ','\'',$(value STAP_ARGS))' > $(STAP_JOB)/run/stap-args
 	@printf '%s\n' '$(or $(COLD),1)' > $(STAP_JOB)/run/cold
-	@cp $(call stap_mod,$(SCRIPT)) $(call stap_kid,$(call stap_mod,$(SCRIPT))) $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh $(STAP_JOB)/run/
+	@cp $(call stap_mod,$(SCRIPT)) $(call stap_kid,$(call stap_mod,$(SCRIPT))) $(STAP_DIR)/guest-lib.sh $(STAP_DIR)/build-id.sh $(KP_DIR)/tests/gcc-workload.sh $(STAP_JOB)/run/
 	@$(VM_ENV) $(VM) --job $(STAP_DIR)/guest-run $(STAP_JOB)/run/*
 
 # The systemtap checks compare per-fault counts exactly, and run with one
@@ -130,7 +130,7 @@ STAP_VM_SMP ?= 1
 STAP_VM := $(STAP_BUILD)/vm
 stap-check: stap image
 	@rm -rf $(STAP_JOB)/tests && mkdir -p $(STAP_JOB)/tests
-	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(KP_DIR)/tests/gcc-workload.sh $(KP_DIR)/tests/learn-pages.c \
+	cp $(STAP_DIR)/tests/* $(STAP_DIR)/guest-lib.sh $(STAP_DIR)/build-id.sh $(KP_DIR)/tests/gcc-workload.sh $(KP_DIR)/tests/learn-pages.c \
 		$(STAP_MODS) $(call stap_kid,$(STAP_MODS)) $(STAP_JOB)/tests/
 	echo '$(STAP_VERSION)' > $(STAP_JOB)/tests/stap-version
 	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) VM_JOBDIR=$(STAP_VM)/job VM_RESULTS=$(STAP_VM)/results \
@@ -141,7 +141,7 @@ STAP_PNG := $(STAP_BUILD)/fault-map-gcc.png
 stap-demo: stap image
 	@rm -rf $(STAP_JOB)/demo && mkdir -p $(STAP_JOB)/demo
 	@echo '$(STAP_VERSION)' > $(STAP_JOB)/demo/stap-version
-	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh \
+	$(VM_ENV) VM_SMP=$(STAP_VM_SMP) $(VM) --job $(STAP_DIR)/guest-demo $(STAP_DIR)/guest-lib.sh $(STAP_DIR)/build-id.sh \
 		$(KP_DIR)/tests/gcc-workload.sh $(STAP_MODS) $(call stap_kid,$(STAP_MODS)) $(STAP_JOB)/demo/stap-version
 	@cp $(BUILD)/vm-results/fault-map-off.txt $(BUILD)/vm-results/fault-map-on.txt \
 		$(BUILD)/vm-results/fault-map-plan.txt $(STAP_BUILD)/

@@ -194,6 +194,9 @@ if [ "$WAITS" = 1 ]; then
 	have=$(dpkg-query -W -f='${Version}' systemtap-runtime 2>/dev/null || true)
 	[ "$have" = "$(<"$JOB/stap-version")" ] ||
 		die "WAITS=1: guest staprun is '${have:-missing}', the module was built by systemtap $(<"$JOB/stap-version")"
+	# shellcheck source=stap/build-id.sh
+	. "$JOB/build-id.sh"
+	why=$(stap_build_id_check "$JOB/stap_waits.ko") || die "WAITS=1: $why"
 fi
 [ "$EXEC_BENCH" = 0 ] || [ $series = 1 ] || needs_daemon ||
 	die "EXEC_BENCH=1 on a stock kernel measures pbitmapd's cost: add a daemon condition"

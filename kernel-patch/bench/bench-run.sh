@@ -104,7 +104,8 @@ stock-6.12 | stock-7.3)
 esac
 case $WAITS in
 0) ;;
-1) [ -f "$WAITS_KO" ] || die "WAITS=1: no $WAITS_KO (make stap builds it)"
+1) [ -f "$WAITS_KO" ] && [ -f "${WAITS_KO%.ko}.kernel-build-id" ] ||
+		die "WAITS=1: no $WAITS_KO and ${WAITS_KO%.ko}.kernel-build-id beside it (make stap builds them)"
 	stap_version=$(dpkg-query -W -f='${Version}' systemtap 2>/dev/null) ||
 		die "WAITS=1: systemtap is not installed (make deps)" ;;
 *) die "WAITS=$WAITS: 0 or 1" ;;
@@ -174,6 +175,8 @@ for disk in $DISK; do
 	[ $daemon = 0 ] || cp "$PBITMAPD" "$job/pbitmapd"
 	if [ "$WAITS" = 1 ]; then
 		cp "$WAITS_KO" "$job/stap_waits.ko"
+		cp "${WAITS_KO%.ko}.kernel-build-id" "$job/stap_waits.kernel-build-id"
+		cp "$TOP/stap/build-id.sh" "$job/"
 		echo "$stap_version" >"$job/stap-version"
 	fi
 	if [[ " $WORKLOADS " == *" pack "* ]]; then
