@@ -2,6 +2,8 @@
 # Included by the top Makefile; paths are relative to the repository root.
 #
 #   make kernel [KASAN=1]     patched 6.12 kernel -> build/kbuild[-kasan]/arch/x86/boot/bzImage
+#   make kernel BPF=1         the same with BPF and BTF, for pbitmapd's learning in
+#                             the benchmark -> build/kbuild-bpf (config-bpf.fragment)
 #   make kernel-series-check  build the series patch by patch (W=1, warnings as
 #                             errors): every patch compiles on its own; not
 #                             part of make check
@@ -42,6 +44,9 @@ KFRAGS     := $(KP_DIR)/config.fragment
 ifeq ($(KASAN),1)
 KOUT       := $(BUILD)/kbuild-kasan
 KFRAGS     += $(KP_DIR)/config-kasan.fragment
+else ifeq ($(BPF),1)
+KOUT       := $(BUILD)/kbuild-bpf
+KFRAGS     += $(KP_DIR)/config-bpf.fragment
 else
 KOUT       := $(BUILD)/kbuild
 endif
@@ -208,9 +213,9 @@ vm-lsm-check: kernel image
 	VM_APPEND="$(VM_LSM_APPEND) $${VM_APPEND:-}" VM_JOBDIR=$(BUILD)/vm-lsm/job \
 		VM_RESULTS=$(BUILD)/vm-lsm-results VM_CONSOLE=$(BUILD)/vm-lsm-console.log \
 		$(VM_ENV) $(VM) --tests $(VM_LSM_DIR)
-vm-check: kernel image rpm deb toolbuilds
+vm-check: kernel image rpm deb toolbuilds $(BUILD)/pbitmapd
 	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
-	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_TESTS)/
+	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py $(BUILD)/pbitmapd $(VM_TESTS)/
 	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS) $(VM_STOCK_TESTS))
 	cp -a $(TOOLBUILDS) $(VM_TESTS)/toolbuilds
 	mkdir -p $(VM_TESTS)/modules

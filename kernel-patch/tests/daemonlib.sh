@@ -1,7 +1,8 @@
 # Sourced by the stock-kernel guest tests of pbitmapd (t-daemon.sh, t-daemon-hold.sh,
 # t-daemon-learn.sh, t-daemon-learn-plan.sh) with W set: their work
 # directory, made afresh; fail(); NOBODY; the checks that this is a stock
-# kernel and pbitmapd is at hand; cached and evict (a file's bytes in the
+# kernel (a patched one with DAEMON_KERNEL=patched: t-daemon-kernel-meta.sh)
+# and pbitmapd is at hand; cached and evict (a file's bytes in the
 # page cache, and out of it); and for the learning tests, a daemon with its
 # status file in $W (start_daemon, stop_daemon, counter, settle).
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -10,8 +11,13 @@ rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
 fail() { echo "FAIL: $*" >&2; [ -f "$W/daemon.log" ] && tail -n 20 "$W/daemon.log" >&2; exit 1; }
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 
-[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
-	fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
+if [ "${DAEMON_KERNEL:-stock}" = patched ]; then
+	[ -e /proc/sys/vm/pbitmap_enabled ] ||
+		fail "this kernel ($(uname -r)) has no pbitmap patch: the test wants the series' kernel"
+else
+	[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
+		fail "this kernel ($(uname -r)) has the pbitmap patch: the test wants Debian's stock kernel"
+fi
 [ -x "$PBITMAPD" ] || fail "no pbitmapd beside the test ($PBITMAPD): make vm-check copies it"
 
 cached() { fincore -nb -o RES "$1" | tr -d ' '; }
@@ -65,4 +71,19 @@ settle() {
 		sleep 0.1
 	done
 	fail "after 60 s: $1 $(counter "$1"), wanted $2; pending $(counter pending)"
+}
+
+# make_walker: ./walker, a program that given "walk [S]" stats 240 files in
+# the 24 directories of ./tree (made here, new) and then sleeps S seconds
+# (a learned run must still run when the daemon takes its exec's event: a
+# process gone by then is not followed, learn_lost; a warm walk ends in
+# milliseconds), and given anything else exits at once; the metadata
+# lists' tests (t-daemon-meta.sh, t-daemon-kernel-meta.sh).
+make_walker() {
+	printf '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/stat.h>\n#include <unistd.h>\nint main(int c, char **v)\n{\n\tstruct stat st;\n\tchar p[64];\n\tint n = 0;\n\n\tif (c < 2 || strcmp(v[1], "walk"))\n\t\treturn 0;\n\tfor (int d = 0; d < 24; d++)\n\t\tfor (int f = 0; f < 10; f++) {\n\t\t\tsnprintf(p, sizeof(p), "tree/d%%d/f%%d", d, f);\n\t\t\tn += !stat(p, &st);\n\t\t}\n\tif (c > 2)\n\t\tsleep(atoi(v[2]));\n\treturn n != 240;\n}\n' >walker.c
+	gcc -O1 -o walker walker.c || fail "cannot build the walker"
+	for d in $(seq 0 23); do
+		mkdir -p "tree/d$d"
+		for f in $(seq 0 9); do echo "$d $f" >"tree/d$d/f$f"; done
+	done
 }

@@ -39,15 +39,7 @@ runs_of() { pbitmap show --json "$1" | python3 -c 'import json, sys; print(json.
 pages_of() { awk 'NR > 4 { for (i = 0; i < $2; i++) print $1 + i, $3 }' "$1"; }
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
-# "walk S": the walk, then S seconds asleep: a learned run must still run
-# when the daemon takes its exec's event (a process gone by then is not
-# followed: learn_lost), and a warm walk ends in milliseconds
-printf '#include <stdio.h>\n#include <stdlib.h>\n#include <string.h>\n#include <sys/stat.h>\n#include <unistd.h>\nint main(int c, char **v)\n{\n\tstruct stat st;\n\tchar p[64];\n\tint n = 0;\n\n\tif (c < 2 || strcmp(v[1], "walk"))\n\t\treturn 0;\n\tfor (int d = 0; d < 24; d++)\n\t\tfor (int f = 0; f < 10; f++) {\n\t\t\tsnprintf(p, sizeof(p), "tree/d%%d/f%%d", d, f);\n\t\t\tn += !stat(p, &st);\n\t\t}\n\tif (c > 2)\n\t\tsleep(atoi(v[2]));\n\treturn n != 240;\n}\n' >walker.c
-gcc -O1 -o walker walker.c || fail "cannot build the walker"
-for d in $(seq 0 23); do
-	mkdir -p "tree/d$d"
-	for f in $(seq 0 9); do echo "$d $f" >"tree/d$d/f$f"; done
-done
+make_walker
 ./walker walk || fail "the walker does not find its 240 files"
 pbitmap add -q walker || fail "cannot stamp the walker"
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_WINDOW_MS=30000\n' >learn.conf

@@ -329,6 +329,27 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
 }
 
 /*
+ * On a patched kernel that prefetches: the metadata list only (the
+ * kernel reads the program's pages and its plan at the exec, and its
+ * plan's look-ups read these blocks one at a time), and the program's
+ * record flags, for whose runs of it the list may be learned.
+ */
+static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd, struct report *r)
+{
+	struct pb_record rec = { 0 };
+
+	r->meta_only = true;
+	if (!fstat(exe_fd, &r->exe)) {
+		r->meta = meta_read(exe_fd, &r->exe, r->p.gap, r->p.budget, &r->meta_bytes);
+		if (!pb_marker_record(exe_fd, &r->exe, &rec)) {
+			r->has_record = true;
+			r->rec_flags = le32toh(pb_hdr(&rec)->flags);
+		}
+	}
+	child_report(report_fd, r);
+}
+
+/*
  * One stamped exec: the task taken (before any read, while it runs), its
  * metadata list read (meta.c; as root, before the task's identity is
  * taken), the program's own pages read (they are needed first), then, in its root
@@ -336,8 +357,9 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
  * (exe_record()) that then is not followed, or does not read them all,
  * are read after it, as the kernel reads them.  A held exec (hold.c) goes
  * on when this child has exited: all it reads is submitted by then.
+ * @meta_only: the list only (meta_only_child()).
  */
-void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
+void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 {
 	struct report r = { .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid),
 				   .exe_entry = -1 } };
@@ -354,6 +376,8 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd)
 		r.result = PB_FAIL;
 		child_report(report_fd, &r);
 	}
+	if (meta_only)
+		meta_only_child(exe_fd, report_fd, &r);
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
 	ret = PB_FAIL;
 	if (!fstat(exe_fd, &st)) {

@@ -129,6 +129,8 @@ struct learner {
 	bool dac_override;	/* root, with CAP_DAC_OVERRIDE at its exec */
 	bool precise;		/* fault-around off from before its exec: each page
 				 * it touched faulted (faultaround.c) */
+	bool meta_only;		/* the patched kernel learns its pages: only its
+				 * metadata list is learned, fault-around left alone */
 	int root;		/* O_PATH descriptor of its root */
 	char root_path[PATH_MAX];	/* the same, as /proc/PID/maps names files */
 	uint64_t until_ms;
@@ -146,6 +148,7 @@ static struct {
 	struct ring_buffer *rb;
 	int learnable_fd, learners_fd, stats_fd, helpers_fd;
 	size_t nr_learners;
+	size_t fa_learners;	/* of them, those fault-around is off for (=windows) */
 	size_t chunks;		/* of all learners' page sets */
 	unsigned int events;	/* handled this turn */
 	pid_t writers[MAX_WRITERS];
@@ -202,10 +205,11 @@ static void learner_free(struct learner *l)
 		close(l->root);
 	if (l->pidfd >= 0)
 		close(l->pidfd);
+	L.nr_learners--;
+	if (!l->meta_only && !--L.fa_learners && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
+		fault_around_on();
 	memset(l, 0, sizeof(*l));
 	l->root = l->pidfd = -1;
-	if (!--L.nr_learners && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
-		fault_around_on();
 }
 
 static uint64_t *last_run(dev_t dev, ino_t ino)
@@ -367,7 +371,10 @@ static void on_exec(const struct pbd_learn_event *e)
 	l->until_ms = now_ms() + pbd.cfg.learn_window_ms;
 	/* =off: off since the daemon started; =windows: the run's first faults had it */
 	l->precise = pbd.cfg.learn_fault_around == PBD_FA_OFF && pbd.fault_around == 1;
-	if (!L.nr_learners++ && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
+	/* the kernel learns the pages (learn_allow()), and turns fault-around off itself */
+	l->meta_only = sysctl_on(pbd.kernel_learn_fd);
+	L.nr_learners++;
+	if (!l->meta_only && !L.fa_learners++ && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
 		fault_around_off();
 	if (!take_learner(l, e)) {
 		pbd.n.learn_lost++;	/* gone already */
@@ -385,7 +392,7 @@ static void on_fault(const struct pbd_learn_event *e)
 	struct learn_file *f = NULL;
 	size_t nr;
 
-	if (!l)
+	if (!l || l->meta_only)
 		return;
 	for (size_t i = 0; i < l->nr_files && !f; i++)
 		if (l->files[i].dev == dev && l->files[i].ino == (ino_t)e->ino)
@@ -973,18 +980,29 @@ void learn_helper(pid_t child, pid_t serves)
 }
 
 /*
+ * Whether runs of the program @st may be followed at all, whatever its
+ * record says: learning loaded and on, and where the patched kernel
+ * learns the pages itself (vm.pbitmap_learn not 0), a metadata list to
+ * learn (root's programs: meta.c), which the kernel does not.
+ */
+bool learn_may_follow(const struct stat *st)
+{
+	return L.learnable_fd >= 0 && pbd.cfg.learn != PBD_LEARN_NO &&
+	       (!sysctl_on(pbd.kernel_learn_fd) || (pbd.cfg.metadata && st->st_uid == 0));
+}
+
+/*
  * A stamped program's record was read (@st, its flags): whose runs of it
- * the BPF side is to follow, if any.
+ * the BPF side is to follow, if any (learn_may_follow()).
  */
 void learn_allow(const struct stat *st, uint32_t flags)
 {
 	struct pbd_learn_key key = { kernel_dev(st->st_dev), st->st_ino };
 	struct pbd_learn_who who = { .owner = st->st_uid };
 
-	/* the patched kernel learns itself when vm.pbitmap_learn is not 0 */
-	if (L.learnable_fd < 0 || sysctl_on(pbd.kernel_learn_fd))
+	if (L.learnable_fd < 0)
 		return;
-	if (pbd.cfg.learn == PBD_LEARN_NO || (flags & PBITMAP_F_NO_LEARN)) {
+	if (!learn_may_follow(st) || (flags & PBITMAP_F_NO_LEARN)) {
 		bpf_map_delete_elem(L.learnable_fd, &key);
 		return;
 	}

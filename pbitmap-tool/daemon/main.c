@@ -197,9 +197,7 @@ bool sysctl_on(int fd)
  */
 static bool may_start(const struct stat *st, time_t now)
 {
-	if (sysctl_on(pbd.kernel_fd))	/* the patched kernel prefetches itself */
-		pbd.n.skip_kernel++;
-	else if (seen_recently(st->st_dev, st->st_ino, now))
+	if (seen_recently(st->st_dev, st->st_ino, now))
 		pbd.n.skip_recent++;
 	else if (pbd.children >= pbd.cfg.children)
 		pbd.n.skip_busy++;
@@ -210,8 +208,15 @@ static bool may_start(const struct stat *st, time_t now)
 	return false;
 }
 
-/* Whether to hand this exec to a child; counts why not. */
-static bool wanted(int fd, time_t now)
+/*
+ * Whether to hand this exec to a child; counts why not.  On a patched
+ * kernel that prefetches (vm.pbitmap_enabled), the exec's pages and plan
+ * are the kernel's; its metadata list, which the kernel does not read,
+ * is still the daemon's (*@meta_only), and so is learning what the
+ * kernel does not learn: the child reads the record whose policy says
+ * whose runs may be followed (learn_allow()).
+ */
+static bool wanted(int fd, time_t now, bool *meta_only)
 {
 	char marker[64];
 	struct stat st;
@@ -225,6 +230,12 @@ static bool wanted(int fd, time_t now)
 	if (fstat(fd, &st)) {
 		pbd.n.skip_failed++;
 		return false;
+	}
+	*meta_only = sysctl_on(pbd.kernel_fd);
+	if (*meta_only) {
+		pbd.n.skip_kernel++;
+		if (!meta_listed(&st) && !learn_may_follow(&st))
+			return false;
 	}
 	return may_start(&st, now);
 }
@@ -260,14 +271,15 @@ static int event_pidfd(const struct fanotify_event_metadata *m)
  */
 static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
 {
-	bool hold = m->mask & FAN_OPEN_EXEC_PERM;
+	bool hold = m->mask & FAN_OPEN_EXEC_PERM, meta_only = false;
 	int pidfd = event_pidfd(m), fan = pbd.own_fds[0];
 	pid_t child = -1;
 
-	if (m->fd >= 0 && (m->mask & (FAN_OPEN_EXEC | FAN_OPEN_EXEC_PERM)) && wanted(m->fd, now)) {
+	if (m->fd >= 0 && (m->mask & (FAN_OPEN_EXEC | FAN_OPEN_EXEC_PERM)) &&
+	    wanted(m->fd, now, &meta_only)) {
 		child = fork();
 		if (child == 0)
-			exec_child(m->fd, m->pid, pidfd, report_fd);
+			exec_child(m->fd, m->pid, pidfd, report_fd, meta_only);
 		if (child > 0) {
 			kid_started(child, CHILD_SECONDS, m->pid);
 			learn_helper(child, m->pid);
@@ -303,6 +315,10 @@ static bool data_wanted(int fd, time_t now)
 		return false;	/* unstamped, or an ELF file's marker: execs are the other group's */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return false;
+	if (sysctl_on(pbd.kernel_fd)) {	/* the patched kernel prefetches itself */
+		pbd.n.skip_kernel++;
+		return false;
+	}
 	return may_start(&st, now);
 }
 
@@ -453,6 +469,8 @@ static void add_report(const struct report *r)
 	pbd.n.meta_bytes += r->meta_bytes;
 	if (r->has_record)
 		learn_allow(&r->exe, r->rec_flags);
+	if (r->meta_only)	/* the exec's pages were the kernel's: counted there */
+		return;
 	pbd.n.skip_budget += r->p.skip_budget;
 	pbd.n.skip_gone += r->gone;
 	if (r->result) {

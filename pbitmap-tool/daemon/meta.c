@@ -307,6 +307,21 @@ void meta_moved(dev_t dev, ino_t ino, const struct stat *now)
 }
 
 /*
+ * Whether the program @exe has a list to read: the parent's test, one
+ * stat() in the state directory, before it starts a child on a patched
+ * kernel only for the list (main.c).  The child checks the list whole.
+ */
+bool meta_listed(const struct stat *exe)
+{
+	char path[PATH_MAX];
+	struct stat st;
+
+	return pbd.cfg.metadata && exe->st_uid == 0 &&
+	       list_path(path, sizeof(path), exe->st_dev, exe->st_ino) &&
+	       !lstat(path, &st) && S_ISREG(st.st_mode);
+}
+
+/*
  * The block device @dev, opened for reading (its node as `pbitmap
  * device-gap` finds it); -1 when it cannot be, -2 when what its node
  * names is not that device.

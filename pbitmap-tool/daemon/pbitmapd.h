@@ -119,7 +119,8 @@ struct report {
 	dev_t was_dev;		/* in place of this one */
 	ino_t was_ino;
 	int meta;		/* an exec: its metadata list read (1), none (0), stale (-1), */
-	uint64_t meta_bytes;	/* so many bytes asked for */
+	uint64_t meta_bytes;	/* so many bytes asked for, */
+	bool meta_only;		/* and nothing else read: the kernel prefetches */
 	struct counters n;
 };
 
@@ -182,7 +183,8 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
-void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd);
+void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd,
+					  bool meta_only);
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int after, int report_fd);
 
 /* main.c */
@@ -195,6 +197,7 @@ void learn_events(void);		/* read what the BPF side reported */
 void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
+bool learn_may_follow(const struct stat *st);
 bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
 void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves' exec */
 
@@ -206,6 +209,7 @@ void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves'
 int meta_start(void);
 void meta_save(const struct stat *exe, const struct pb_pageset *pages, uint64_t nr);
 void meta_moved(dev_t dev, ino_t ino, const struct stat *now);
+bool meta_listed(const struct stat *exe);
 int meta_read(int exe_fd, const struct stat *st, uint64_t gap, uint64_t budget,
 	      uint64_t *bytes);
 

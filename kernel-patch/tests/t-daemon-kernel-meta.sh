@@ -1,0 +1,140 @@
+#!/bin/bash
+# Guest test, on the series' kernel: pbitmapd beside a kernel that
+# prefetches (vm.pbitmap_enabled=1) reads a program's metadata list and
+# nothing else (child.c, meta_only_child()).  The kernel reads the
+# program's pages and its plan at the exec; the blocks its look-ups need
+# are what it does not read in one batch.
+#
+#   - A stamped program of root's that, given "walk", stats 240 files in
+#     24 fresh directories, and given "idle", exits at once; its metadata
+#     list made here from where the filesystem keeps what the walk looks
+#     up: the directories' blocks (FIEMAP, filefrag) and the inode-table
+#     blocks of every inode on the way (debugfs imap).  This kernel has no
+#     BPF, so the daemon cannot learn lists here (t-daemon-meta.sh learns
+#     one on Debian's kernel).
+#   - With the list: after a drop, an idle exec under the daemon counts
+#     meta_read 1, at least the list's bytes asked for, skip_kernel, and
+#     no exec read ahead (prefetched, files and bytes 0); the stats that
+#     follow make at most a third of the read requests they make after an
+#     idle exec under the daemon with PBITMAP_DAEMON_METADATA=no.
+#   - A stamped data file opened while the kernel prefetches is left to
+#     it: skip_kernel counts it, no child reads it.
+#   - With vm.pbitmap_enabled=0 the same exec is the daemon's own again:
+#     prefetched 1 (its pages and the list).
+set -euo pipefail
+W=/var/tmp/t-daemon-kernel-meta
+DAEMON_KERNEL=patched
+source "$(dirname "$0")/daemonlib.sh"
+was_enabled=$(cat /proc/sys/vm/pbitmap_enabled)
+trap 'stop_daemon; echo "$was_enabled" >/proc/sys/vm/pbitmap_enabled' EXIT
+for t in filefrag debugfs; do command -v $t >/dev/null || fail "$t is not installed (e2fsprogs)"; done
+SRC=$(findmnt -no SOURCE --target "$W")
+[ "$(findmnt -no FSTYPE --target "$W")" = ext4 ] || fail "$W is not on ext4: the list is made for ext4"
+[ "$(stat -f -c %S "$W")" = 4096 ] || fail "$W's filesystem has $(stat -f -c %S "$W")-byte blocks: a list counts 4 KiB pages"
+DISK=$(lsblk -no PKNAME "$SRC" 2>/dev/null || true)
+[ -n "$DISK" ] || DISK=$(basename "$SRC")
+[ -r "/sys/block/$DISK/stat" ] || fail "no /sys/block/$DISK/stat for $W's disk"
+reads() { awk '{ print $1 }' "/sys/block/$DISK/stat"; }
+cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
+
+make_walker
+./walker walk || fail "the walker does not find its 240 files"
+pbitmap add -q walker || fail "cannot stamp the walker"
+head -c 1M /dev/zero >data && pbitmap add -q data && pbitmap set -q --pages 10-20 data ||
+	fail "cannot stamp a data file"
+
+# ---- the list: the blocks the walk looks up -----------------------------------------
+sync
+dirs=("$W" "$W/tree" "$W"/tree/d*)
+blocks() {	# the directories' blocks (FIEMAP, as the kernel maps them), one a line
+	local d
+	for d in "${dirs[@]}"; do
+		filefrag -b4096 -e "$d" | awk -F'[ .:]+' '$2 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {
+			for (i = 0; i <= $4 - $3; i++) print $5 + i }'
+	done
+}
+imaps() {	# the inode-table blocks of the directories and the files
+	local f
+	for f in "${dirs[@]}" "$W"/tree/d*/f*; do echo "imap <$(stat -c %i "$f")>"; done >imap.cmd
+	debugfs -c -f imap.cmd "$SRC" 2>/dev/null | awk '/located at block/ { sub(",", "", $4); print $4 }'
+}
+{ blocks; imaps; } | sort -n -u >pages.txt
+dblocks=$(blocks | wc -l) iblocks=$(imaps | sort -u | wc -l)
+[ "$dblocks" -ge 26 ] && [ "$iblocks" -ge 10 ] ||
+	fail "$dblocks directory blocks and $iblocks inode-table blocks found: wanted at least 26 and 10"
+pages=$(wc -l <pages.txt)
+ino=$(stat -c %i walker)
+IFS=: read -r maj min < <(stat -c %Hd:%Ld walker)
+fsid=$(printf '%016x' "0x$(stat -f -c %i walker)")
+mtime=$(stat -c %.9Y walker)
+mkdir -m 700 state
+list=state/metadata-$maj:$min-$ino
+{
+	printf 'pbitmapd-metadata 1\ndevice %s\nfsid %s %s\nprogram %s %s %s\n' "$maj:$min" "${fsid:0:8}" \
+		"${fsid:8:8}" "$(stat -c %s walker)" "${mtime%.*}" "$((10#${mtime#*.}))"
+	awk 'NR > 1 && $1 != prev + 1 { print start, prev - start + 1, 0; start = $1 }
+	     NR == 1 { start = $1 } { prev = $1 } END { print start, prev - start + 1, 0 }' pages.txt
+} >"$list"
+chmod 600 "$list"
+echo "list: $pages pages ($dblocks directory blocks, $iblocks inode-table blocks) in $(($(wc -l <"$list") - 4)) runs"
+
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >read.conf
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' >off.conf
+
+# ---- beside the kernel's prefetch ---------------------------------------------------
+echo 1 >/proc/sys/vm/pbitmap_enabled
+WALK="" META=""
+walk_after_idle() {	# CONF: WALK, the walk's read requests after an idle exec; META, counters
+	local r0 _i inflight
+	start_daemon "$1"
+	cold
+	./walker idle
+	settle execs 1
+	META="$(counter meta_read) $(counter meta_bytes) $(counter skip_kernel) $(counter prefetched)"
+	META+=" $(counter files) $(counter bytes)"
+	for _i in $(seq 100); do	# the WILLNEEDs' reads complete
+		read -r inflight _ <"/sys/block/$DISK/inflight"
+		[ "$inflight" = 0 ] && break
+		sleep 0.05
+	done
+	r0=$(reads)
+	./walker walk || fail "the walker failed"
+	WALK=$(($(reads) - r0))
+}
+walk_after_idle off.conf
+off=$WALK
+read -r m _ k p _ <<<"$META"
+stop_daemon
+[ "$m $p" = "0 0" ] && [ "$k" -ge 1 ] ||
+	fail "PBITMAP_DAEMON_METADATA=no: meta_read $m, skip_kernel $k, prefetched $p; want 0, at least 1, 0"
+walk_after_idle read.conf
+on=$WALK
+read -r m b k p f by <<<"$META"
+[ "$m $p $f $by" = "1 0 0 0" ] && [ "$k" -ge 1 ] ||
+	fail "meta_read $m, skip_kernel $k, prefetched $p, files $f, bytes $by; want 1, at least 1, 0, 0, 0 (the list, nothing else)"
+[ "$b" -ge $((pages * 4096)) ] || fail "meta_bytes $b: less than the list's $pages pages"
+echo "the list read beside the kernel: $b bytes asked for, no exec read ahead by the daemon"
+[ "$off" -ge 6 ] || fail "the walk without the list made $off read requests: too few to compare"
+[ $((on * 3)) -le "$off" ] ||
+	fail "the walk after the list was read made $on read requests, without it $off: want at most a third"
+echo "the walk made $on read requests after the list was read, $off without"
+# a stamped data file's open: the kernel's
+o0=$(counter opens) k0=$(counter skip_kernel)
+cat data >/dev/null
+settle opens $((o0 + 1))
+[ "$(counter skip_kernel)" -gt "$k0" ] && [ "$(counter data_prefetched)" = 0 ] ||
+	fail "a stamped data file's open: skip_kernel $(counter skip_kernel) (was $k0), data_prefetched $(counter data_prefetched)"
+echo "a stamped data file's open is left to the kernel"
+stop_daemon
+
+# ---- the kernel's prefetch off: the daemon's own again -------------------------------
+echo 0 >/proc/sys/vm/pbitmap_enabled
+start_daemon read.conf
+cold
+./walker idle
+settle execs 1
+read -r m p k <<<"$(counter meta_read) $(counter prefetched) $(counter skip_kernel)"
+stop_daemon
+[ "$m $p $k" = "1 1 0" ] || fail "vm.pbitmap_enabled=0: meta_read $m, prefetched $p, skip_kernel $k; want 1 1 0"
+echo "with vm.pbitmap_enabled=0 the daemon reads the program too"
+echo "PASS: pbitmapd reads only metadata lists beside the prefetching kernel on $(uname -r)"
