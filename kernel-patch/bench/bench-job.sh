@@ -47,6 +47,11 @@
 #            the job's start, laid out apart from A's, so that a cold start
 #            there reads other blocks in another order; a plan against the
 #            baselines in its own tree as well as in A
+#   plan-probed-dmeta  plan-probed with pbitmapd running beside the
+#            kernel, which then reads each program's metadata list and
+#            nothing else (pbitmapd(8)); the lists learned by pbitmapd in
+#            tree B's learning runs, while the kernel learned the pages (a
+#            kernel with BPF: make kernel BPF=1)
 #   plan-probed-meta  an experiment: plan-probed, the run preceded (inside
 #            its time) by meta-willneed, which asks for the bench disk's
 #            blocks an earlier cold plan-probed run of the workload read
@@ -143,7 +148,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-later | plan-probed-meta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -153,7 +158,7 @@ is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-pl
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
 in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
-is_daemon() { in_tree_d "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; *) false ;; esac; }
+is_daemon() { in_tree_d "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; plan-probed-dmeta) true ;; *) false ;; esac; }
 needs_d() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
@@ -230,7 +235,7 @@ fi
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
 if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
-	has_condition plan-probed-meta ||
+	has_condition plan-probed-meta || has_condition plan-probed-dmeta ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed ||
 	has_condition daemon-nometa-probed; then
@@ -379,7 +384,7 @@ set_condition() {
 	plan | pressure-plan) en=1 plan=1 ;;
 	plan-paced) en=1 plan=1 inflight=-1 ;;
 	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
-	plan-probed | plan-probed-meta | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
+	plan-probed | plan-probed-meta | plan-probed-dmeta | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
@@ -456,7 +461,7 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	local n=${1#daemon-gap} nometa= f
 	case $1 in
-	*daemon-probed | daemon-nometa-probed)	# pbitmapd's rule: the measured gap, or 256 where -1
+	*daemon-probed | daemon-nometa-probed | plan-probed-dmeta)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap
 		[ "$1" != daemon-nometa-probed ] || nometa=nometa- ;;
@@ -633,6 +638,14 @@ if needs_b; then
 	vm pbitmap_learn_data_interval_s 0
 	set_condition plan
 	vm pbitmap_learn 1
+	# plan-probed-dmeta: pbitmapd learns the metadata lists beside the
+	# kernel (from each program's second run: the first tells it whose
+	# runs may be followed)
+	if has_condition plan-probed-dmeta; then
+		daemon_start /var/tmp/bench/daemon-learn.conf
+		[ "$(awk '$1 == "learning" { print $2 }' $DAEMON_STATUS)" = 1 ] ||
+			die "pbitmapd cannot learn on $(uname -r): $(tail -n 3 "$OUT/daemon.log")"
+	fi
 	for ((i = 1; i <= LEARN_RUNS; i++)); do
 		for w in "${workloads[@]}"; do
 			log "learning run $i of $LEARN_RUNS: $w"
@@ -640,8 +653,15 @@ if needs_b; then
 			# shellcheck disable=SC2086
 			chroot $B ${cmd[$w]} >/dev/null 2>&1 </dev/null || true
 			vm pbitmap_learn_flush 1
+			[ -z "$DAEMON_PID" ] || sleep 0.5	# the exit's event reaches the daemon
 		done
 	done
+	if [ -n "$DAEMON_PID" ]; then
+		sleep 1	# the last list written
+		log "pbitmapd beside the kernel: $(grep -E '^(learners|meta_learned|learn_written) ' $DAEMON_STATUS | tr '\n' ' ')"
+		cp $DAEMON_STATUS "$OUT/daemon-b-learning-status"
+		daemon_stop
+	fi
 	vm pbitmap_learn 0
 	set_condition off
 	against_truth $B learned.txt
