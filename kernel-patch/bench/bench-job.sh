@@ -51,7 +51,8 @@
 #            kernel, which then reads each program's metadata list and
 #            nothing else (pbitmapd(8)); the lists learned by pbitmapd in
 #            tree B's learning runs, while the kernel learned the pages (a
-#            kernel with BPF: make kernel BPF=1)
+#            kernel with BPF: make kernel BPF=1); with it in CONDITIONS, every
+#            tree B condition's plans are learned with pbitmapd running
 #   plan-probed-meta  an experiment: plan-probed, the run preceded (inside
 #            its time) by meta-willneed, which asks for the bench disk's
 #            blocks an earlier cold plan-probed run of the workload read
