@@ -87,3 +87,26 @@ make_walker() {
 		for f in $(seq 0 9); do echo "$d $f" >"tree/d$d/f$f"; done
 	done
 }
+# walker_disk: DISK, the disk that holds $W (its /sys/block/DISK/stat
+# counts the walk's read requests).
+walker_disk() {
+	local src
+	src=$(findmnt -no SOURCE --target "$W")
+	DISK=$(lsblk -no PKNAME "$src" 2>/dev/null || true)
+	[ -n "$DISK" ] || DISK=$(basename "$src")
+	[ -r "/sys/block/$DISK/stat" ] || fail "no /sys/block/$DISK/stat for $W's disk"
+}
+# walk_reads: WALK, the read requests of "./walker walk" on DISK, counted
+# once the reads in flight (the daemon's WILLNEEDs) have completed.
+walk_reads() {
+	local r0 r1 _i inflight
+	for _i in $(seq 100); do
+		read -r inflight _ <"/sys/block/$DISK/inflight"
+		[ "$inflight" = 0 ] && break
+		sleep 0.05
+	done
+	read -r r0 _ <"/sys/block/$DISK/stat"
+	./walker walk || fail "the walker failed"
+	read -r r1 _ <"/sys/block/$DISK/stat"
+	WALK=$((r1 - r0))
+}

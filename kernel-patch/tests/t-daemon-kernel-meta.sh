@@ -31,10 +31,7 @@ for t in filefrag debugfs; do command -v $t >/dev/null || fail "$t is not instal
 SRC=$(findmnt -no SOURCE --target "$W")
 [ "$(findmnt -no FSTYPE --target "$W")" = ext4 ] || fail "$W is not on ext4: the list is made for ext4"
 [ "$(stat -f -c %S "$W")" = 4096 ] || fail "$W's filesystem has $(stat -f -c %S "$W")-byte blocks: a list counts 4 KiB pages"
-DISK=$(lsblk -no PKNAME "$SRC" 2>/dev/null || true)
-[ -n "$DISK" ] || DISK=$(basename "$SRC")
-[ -r "/sys/block/$DISK/stat" ] || fail "no /sys/block/$DISK/stat for $W's disk"
-reads() { awk '{ print $1 }' "/sys/block/$DISK/stat"; }
+walker_disk
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; }
 
 make_walker
@@ -85,7 +82,6 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\
 echo 1 >/proc/sys/vm/pbitmap_enabled
 WALK="" META=""
 walk_after_idle() {	# CONF: WALK, the walk's read requests after an idle exec; META, counters
-	local r0 _i inflight
 	start_daemon "$1"
 	cold
 	./walker idle
@@ -94,14 +90,7 @@ walk_after_idle() {	# CONF: WALK, the walk's read requests after an idle exec; M
 	settle skip_kernel 1
 	META="$(counter meta_read) $(counter meta_bytes) $(counter skip_kernel) $(counter prefetched)"
 	META+=" $(counter files) $(counter bytes)"
-	for _i in $(seq 100); do	# the WILLNEEDs' reads complete
-		read -r inflight _ <"/sys/block/$DISK/inflight"
-		[ "$inflight" = 0 ] && break
-		sleep 0.05
-	done
-	r0=$(reads)
-	./walker walk || fail "the walker failed"
-	WALK=$(($(reads) - r0))
+	walk_reads
 }
 walk_after_idle off.conf
 off=$WALK

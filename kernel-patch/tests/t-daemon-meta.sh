@@ -30,10 +30,7 @@ W=/var/tmp/t-daemon-meta
 source "$(dirname "$0")/daemonlib.sh"
 [ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
 trap 'stop_daemon' EXIT
-DISK=$(lsblk -no PKNAME "$(findmnt -no SOURCE --target "$W")" 2>/dev/null || true)
-[ -n "$DISK" ] || DISK=$(basename "$(findmnt -no SOURCE --target "$W")")
-[ -r "/sys/block/$DISK/stat" ] || fail "no /sys/block/$DISK/stat for $W's disk"
-reads() { awk '{ print $1 }' "/sys/block/$DISK/stat"; }
+walker_disk
 runs_of() { pbitmap show --json "$1" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["runs"])'; }
 # PAGE AGE lines of a list's pages
 pages_of() { awk 'NR > 4 { for (i = 0; i < $2; i++) print $1 + i, $3 }' "$1"; }
@@ -95,20 +92,12 @@ WALK= META=
 # walk's own exec, more than 2 s later on a slow host, reads the list again:
 # CI of de8359c counted "meta_read 2")
 walk_after_idle() {
-	local r0 _i inflight
 	start_daemon "$1"
 	cold
 	./walker idle
 	settle execs 1
 	META="$(counter meta_read) $(counter meta_bytes)"
-	for _i in $(seq 100); do	# the WILLNEEDs' reads complete
-		read -r inflight _ <"/sys/block/$DISK/inflight"
-		[ "$inflight" = 0 ] && break
-		sleep 0.05
-	done
-	r0=$(reads)
-	./walker walk || fail "the walker failed"
-	WALK=$(($(reads) - r0))
+	walk_reads
 }
 walk_after_idle off.conf
 off=$WALK
