@@ -20,6 +20,9 @@
 #                             with an initramfs -> build/stock/{vmlinuz,initrd.img}
 #   make stock-kernel-7.3     Debian 13's backport of mainline 7.3, the same way
 #                             -> build/stock-7.3/ (make bench BENCH_KERNEL=stock-7.3)
+#   make vm-bpf-check         boot the kernel of BPF=1 and run kernel-patch/tests/bpf/
+#                             t-*.sh: pbitmapd learning beside the learning kernel;
+#                             not part of make check (a second kernel build)
 #   make vm-debug-check       build the debug kernel (KASAN=1: KASAN, lockdep,
 #                             kmemleak, fault injection, soft-lockup detector)
 #                             and run kernel-patch/tests/debug/t-*.sh and
@@ -90,7 +93,8 @@ GUEST_IMG  := $(BUILD)/guest.img
 
 .PHONY: kernel kernel-patch-check kernel-distro-check kernel-tree kernel-base-check \
 	kernel-series-check \
-	image vm-run vm-check vm-debug-check vm-debug-run stock-kernel stock-kernel-7.3 toolbuilds vm-lsm-check
+	image vm-run vm-check vm-debug-check vm-debug-run vm-bpf-check vm-bpf-run stock-kernel \
+	stock-kernel-7.3 toolbuilds vm-lsm-check
 
 # The linux-source and linux-config packages must be the version the series
 # was made against (kernel-patch/BASE), not whatever the archive has now:
@@ -208,7 +212,7 @@ toolbuilds: rpm deb $(BUILD)/pbitmap
 	tests/lib/make-toolbuilds $(abspath $(TOOLBUILDS))
 vm-lsm-check: kernel image
 	@rm -rf $(VM_LSM_DIR) && mkdir -p $(VM_LSM_DIR)
-	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug $(KP_DIR)/tests/bpf,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_LSM_TESTS)) $(VM_LSM_DIR)/
 	VM_APPEND="$(VM_LSM_APPEND) $${VM_APPEND:-}" VM_JOBDIR=$(BUILD)/vm-lsm/job \
 		VM_RESULTS=$(BUILD)/vm-lsm-results VM_CONSOLE=$(BUILD)/vm-lsm-console.log \
@@ -232,7 +236,7 @@ vm-check: kernel image rpm deb toolbuilds $(BUILD)/pbitmapd
 VM_STOCK_JOB := $(BUILD)/vm-stock/job
 vm-stock-check: image stock-kernel $(BUILD)/pbitmapd
 	@rm -rf $(VM_STOCK_DIR) && mkdir -p $(VM_STOCK_DIR)
-	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug $(KP_DIR)/tests/bpf,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(BUILD)/pbitmapd tests/lib/resident.py \
 		$(VM_STOCK_DIR)/
 	# single-threaded TCG: pbitmapd attaches and detaches its BPF programs
@@ -262,13 +266,28 @@ vm-debug-check:
 vm-debug-run: kernel image
 	@test "$(KASAN)" = 1 || { echo "vm-debug-run: use make vm-debug-check" >&2; exit 2; }
 	@rm -rf $(VM_DEBUG_DIR) && mkdir -p $(VM_DEBUG_DIR)/modules
-	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug,$(wildcard $(KP_DIR)/tests/*)) \
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug $(KP_DIR)/tests/bpf,$(wildcard $(KP_DIR)/tests/*)) \
 		tests/lib/ground_truth.py tests/lib/jaccard.py $(VM_DEBUG_DIR)/
 	cp $(KP_DIR)/tests/debug/t-*.sh $(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_DEBUG_TESTS)) $(VM_DEBUG_DIR)/
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_DEBUG_DIR)/modules/
 	VM_TIMEOUT=$${VM_TIMEOUT:-5400} VM_APPEND="acpi=noirq $(VM_LSM_APPEND) $${VM_APPEND:-}" \
 		VM_RESULTS=$(BUILD)/vm-debug-results \
 		VM_CONSOLE=$(BUILD)/vm-debug-console.log $(VM_ENV) $(VM) --tests $(VM_DEBUG_DIR)
+
+# pbitmapd beside the series' kernel where both learn (learn.c's meta-only
+# learners): only the kernel of BPF=1 has the BPF, ftrace and BTF pbitmapd
+# learns with.  Single-threaded TCG, as for the stock guest (fentry text
+# patched while the other vCPU runs it).
+VM_BPF_DIR := $(BUILD)/vm-bpf-tests
+vm-bpf-check:
+	$(MAKE) BPF=1 vm-bpf-run
+vm-bpf-run: kernel image $(BUILD)/pbitmapd
+	@test "$(BPF)" = 1 || { echo "vm-bpf-run: use make vm-bpf-check" >&2; exit 2; }
+	@rm -rf $(VM_BPF_DIR) && mkdir -p $(VM_BPF_DIR)
+	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug $(KP_DIR)/tests/bpf,$(wildcard $(KP_DIR)/tests/*)) \
+		$(KP_DIR)/tests/bpf/t-*.sh $(BUILD)/pbitmapd $(VM_BPF_DIR)/
+	VM_TCG_THREAD=single VM_JOBDIR=$(BUILD)/vm-bpf/job VM_RESULTS=$(BUILD)/vm-bpf-results \
+		VM_CONSOLE=$(BUILD)/vm-bpf-console.log $(VM_ENV) $(VM) --tests $(VM_BPF_DIR)
 
 # The benchmark's gcc input: kernel/sched/core.c preprocessed from the
 # test-bed tree (make bench, kernel-patch/bench/bench.mk).

@@ -12,7 +12,8 @@
  *     window_ns.  The exec is seen as it happens, in the task's context:
  *     no fault is missed while the daemon is told.
  *   - handle_mm_fault (fentry): every user fault of a learner on a file
- *     mapping gives the file (device, inode) and the page's index in it.
+ *     mapping gives the file (device, inode) and the page's index in it;
+ *     not a meta-only learner's, whose pages the patched kernel learns.
  *     This sees the faults that fault-around resolves from the page cache
  *     as well as the ones that read (the filemap tracepoints see only the
  *     second kind: a page prefetched is mapped without ->fault).
@@ -94,14 +95,14 @@ struct {
 } learnable SEC(".maps");
 
 /*
- * tgid -> the end of its window (bpf_ktime_get_ns()).  LRU: an entry whose
- * exit went unseen (its event lost) makes room in time.
+ * tgid -> its run (its window's end, whether its faults are wanted).  LRU:
+ * an entry whose exit went unseen (its event lost) makes room in time.
  */
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 256);
 	__type(key, __u32);
-	__type(value, __u64);
+	__type(value, struct pbd_learner);
 } learners SEC(".maps");
 
 /*
@@ -159,8 +160,9 @@ SEC("tp_btf/sched_process_exec")
 int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *bprm)
 {
 	struct pbd_learn_event e = { .kind = PBD_LEARN_EXEC };
-	__u64 ids = bpf_get_current_uid_gid(), until;
+	__u64 ids = bpf_get_current_uid_gid();
 	const struct pbd_learn_config *cfg;
+	struct pbd_learner run = { 0 };
 	struct pbd_learn_key key;
 	struct pbd_learn_who *who;
 	__u32 tgid = p->tgid, zero = 0;
@@ -178,8 +180,9 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 		bpf_map_delete_elem(&learners, &tgid);
 		return 0;
 	}
-	until = bpf_ktime_get_ns() + cfg->window_ns;
-	if (bpf_map_update_elem(&learners, &tgid, &until, BPF_ANY)) {
+	run.until_ns = bpf_ktime_get_ns() + cfg->window_ns;
+	run.meta_only = who->meta_only;
+	if (bpf_map_update_elem(&learners, &tgid, &run, BPF_ANY)) {
 		count(PBD_STAT_LEARNERS_FULL);
 		return 0;
 	}
@@ -189,6 +192,7 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 	e.dev = key.dev;
 	e.ino = key.ino;
 	e.start = p->start_boottime;
+	e.meta_only = who->meta_only;
 	emit(&e);
 	return 0;
 }
@@ -200,11 +204,12 @@ int BPF_PROG(pbd_fault, struct vm_area_struct *vma, unsigned long address,
 	struct task_struct *task = bpf_get_current_task_btf();
 	struct pbd_learn_event e = { .kind = PBD_LEARN_FAULT };
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32;
+	struct pbd_learner *run;
 	struct file *file;
-	__u64 *until;
 
-	until = bpf_map_lookup_elem(&learners, &tgid);
-	if (!until || bpf_ktime_get_ns() > *until)
+	/* a meta-only run's pages are the patched kernel's to learn */
+	run = bpf_map_lookup_elem(&learners, &tgid);
+	if (!run || run->meta_only || bpf_ktime_get_ns() > run->until_ns)
 		return 0;
 	/* another process's memory (ptrace, process_vm_readv) is not its start-up */
 	if (vma->vm_mm != task->mm)
@@ -237,16 +242,16 @@ int BPF_PROG(pbd_exit, struct task_struct *p)
 static __u32 meta_learner(void)
 {
 	__u32 tgid = bpf_get_current_pid_tgid() >> 32, *served;
-	__u64 *until = bpf_map_lookup_elem(&learners, &tgid);
+	struct pbd_learner *run = bpf_map_lookup_elem(&learners, &tgid);
 
-	if (!until) {
+	if (!run) {
 		served = bpf_map_lookup_elem(&helpers, &tgid);
 		if (!served)
 			return 0;
 		tgid = *served;
-		until = bpf_map_lookup_elem(&learners, &tgid);
+		run = bpf_map_lookup_elem(&learners, &tgid);
 	}
-	if (!until || bpf_ktime_get_ns() > *until)
+	if (!run || bpf_ktime_get_ns() > run->until_ns)
 		return 0;
 	return tgid;
 }

@@ -353,6 +353,24 @@ static void on_exec(const struct pbd_learn_event *e)
 
 	if (l)		/* an exec within the window: the last program's run ends */
 		learn_finish(l);
+	if (!e->meta_only != !sysctl_on(pbd.kernel_learn_fd)) {
+		/*
+		 * vm.pbitmap_learn changed since the program was allowed:
+		 * neither what the run would send nor whether it may be
+		 * followed at all holds (learn_may_follow()).  Its next exec's
+		 * child reads its record again (learn_allow()).
+		 */
+		struct pbd_learn_key program = { e->dev, e->ino };
+		struct pbd_learn_who who;
+
+		bpf_map_delete_elem(L.learners_fd, &key);
+		/* not an entry its exec's child has made again meanwhile */
+		if (!bpf_map_lookup_elem(L.learnable_fd, &program, &who) &&
+		    !who.meta_only != !sysctl_on(pbd.kernel_learn_fd))
+			bpf_map_delete_elem(L.learnable_fd, &program);
+		pbd.n.learn_skip_switched++;
+		return;
+	}
 	if (last && now_ms() - *last < pbd.cfg.learn_interval_s * 1000) {
 		bpf_map_delete_elem(L.learners_fd, &key);	/* learned lately: not followed */
 		pbd.n.learn_skip_recent++;
@@ -372,7 +390,7 @@ static void on_exec(const struct pbd_learn_event *e)
 	/* =off: off since the daemon started; =windows: the run's first faults had it */
 	l->precise = pbd.cfg.learn_fault_around == PBD_FA_OFF && pbd.fault_around == 1;
 	/* the kernel learns the pages (learn_allow()), and turns fault-around off itself */
-	l->meta_only = sysctl_on(pbd.kernel_learn_fd);
+	l->meta_only = e->meta_only;
 	L.nr_learners++;
 	if (!l->meta_only && !L.fa_learners++ && pbd.cfg.learn_fault_around == PBD_FA_WINDOWS)
 		fault_around_off();
@@ -392,7 +410,10 @@ static void on_fault(const struct pbd_learn_event *e)
 	struct learn_file *f = NULL;
 	size_t nr;
 
-	if (!l || l->meta_only)
+	if (!l)
+		return;
+	pbd.n.learn_faults++;
+	if (l->meta_only)	/* sent before vm.pbitmap_learn was set: the kernel's */
 		return;
 	for (size_t i = 0; i < l->nr_files && !f; i++)
 		if (l->files[i].dev == dev && l->files[i].ino == (ino_t)e->ino)
@@ -1008,5 +1029,6 @@ void learn_allow(const struct stat *st, uint32_t flags)
 	}
 	who.anyone = (flags & PBITMAP_F_LEARN_EVERY) && pbd.cfg.learn == PBD_LEARN_EVERY &&
 		     !(st->st_mode & (S_ISUID | S_ISGID));
+	who.meta_only = sysctl_on(pbd.kernel_learn_fd);
 	bpf_map_update_elem(L.learnable_fd, &key, &who, BPF_ANY);
 }

@@ -27,6 +27,8 @@ struct pbd_learn_event {
 	__u64 index;		/* FAULT: the page's index in the file */
 	__u64 start;		/* EXEC: the process's start (start_boottime, ns) */
 	__u64 nr;		/* META: pages from @index */
+	__u32 meta_only;	/* EXEC: the program's pbd_learn_who.meta_only */
+	__u32 pad;
 };
 
 /* The programs whose runs may be learned (learnable map). */
@@ -38,6 +40,15 @@ struct pbd_learn_key {
 struct pbd_learn_who {
 	__u32 owner;		/* runs by this real user */
 	__u32 anyone;		/* or, when nonzero, by every user */
+	__u32 meta_only;	/* nonzero: the patched kernel learns the pages
+				 * (vm.pbitmap_learn), so only look-ups are sent */
+};
+
+/* A run followed (learners map, by thread group). */
+struct pbd_learner {
+	__u64 until_ns;		/* its window's end (bpf_ktime_get_ns()) */
+	__u32 meta_only;	/* from its program's pbd_learn_who: no faults sent */
+	__u32 pad;
 };
 
 /* The settings, one element of the config map. */

@@ -214,9 +214,11 @@ static bool may_start(const struct stat *st, time_t now)
  * are the kernel's; its metadata list, which the kernel does not read,
  * is still the daemon's (*@meta_only), and so is learning what the
  * kernel does not learn: the child reads the record whose policy says
- * whose runs may be followed (learn_allow()).
+ * whose runs may be followed (learn_allow()).  *@holds: the child reads
+ * what the exec will need, worth holding it for (hold.c); a child that
+ * only reads the record for learning is not.
  */
-static bool wanted(int fd, time_t now, bool *meta_only)
+static bool wanted(int fd, time_t now, bool *meta_only, bool *holds)
 {
 	char marker[64];
 	struct stat st;
@@ -232,9 +234,10 @@ static bool wanted(int fd, time_t now, bool *meta_only)
 		return false;
 	}
 	*meta_only = sysctl_on(pbd.kernel_fd);
+	*holds = !*meta_only || meta_listed(&st);
 	if (*meta_only) {
 		pbd.n.skip_kernel++;
-		if (!meta_listed(&st) && !learn_may_follow(&st))
+		if (!*holds && !learn_may_follow(&st))
 			return false;
 	}
 	return may_start(&st, now);
@@ -266,17 +269,18 @@ static int event_pidfd(const struct fanotify_event_metadata *m)
 
 /*
  * An exec: a child reads ahead for a stamped program.  A held exec
- * (FAN_OPEN_EXEC_PERM, hold.c) is answered now when there is nothing to
- * read, else when its child has submitted and exited, or at its deadline.
+ * (FAN_OPEN_EXEC_PERM, hold.c) is answered now when there is nothing it
+ * needs to read, else when its child has submitted and exited, or at its
+ * deadline.
  */
 static void handle_event(const struct fanotify_event_metadata *m, int report_fd, time_t now)
 {
-	bool hold = m->mask & FAN_OPEN_EXEC_PERM, meta_only = false;
+	bool hold = m->mask & FAN_OPEN_EXEC_PERM, meta_only = false, holds = false;
 	int pidfd = event_pidfd(m), fan = pbd.own_fds[0];
 	pid_t child = -1;
 
 	if (m->fd >= 0 && (m->mask & (FAN_OPEN_EXEC | FAN_OPEN_EXEC_PERM)) &&
-	    wanted(m->fd, now, &meta_only)) {
+	    wanted(m->fd, now, &meta_only, &holds)) {
 		child = fork();
 		if (child == 0)
 			exec_child(m->fd, m->pid, pidfd, report_fd, meta_only);
@@ -287,7 +291,7 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 		else
 			pbd.n.skip_failed++;
 	}
-	if (hold && child > 0) {
+	if (hold && child > 0 && holds) {
 		hold_add(fan, m->fd, child);	/* the descriptor kept until answered */
 	} else if (m->fd >= 0) {
 		if (hold)
@@ -512,7 +516,8 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
-	COUNTER(learn_lost), COUNTER(learn_events_lost), COUNTER(learn_window_ended),
+	COUNTER(learn_skip_switched), COUNTER(learn_lost), COUNTER(learn_faults),
+	COUNTER(learn_events_lost), COUNTER(learn_window_ended),
 	COUNTER(meta_learned), COUNTER(meta_read), COUNTER(meta_stale), COUNTER(meta_bytes),
 };
 
