@@ -21,6 +21,9 @@
 #     tables (read requests counted on the disk); with the default they
 #     make at most a third of those requests (the blocks were read at the
 #     exec: meta_read counted, meta_bytes > 0).
+#   - With a join gap of 32 KiB (a disk that charges bytes) the default,
+#     PBITMAP_DAEMON_METADATA=auto, reads no list (meta_read 0, and the
+#     log says why); =yes reads it (meta_read 1).
 #   - A stale list (another modification time: the program changed) is
 #     not read: meta_stale counts it, meta_read does not.
 #   - A program of another user's (nobody's), stamped and learned by its
@@ -114,6 +117,30 @@ stop_daemon
 echo "read: the walk made $on read requests after an exec read its list ($b bytes), $off without"
 
 # ---- a stale list -------------------------------------------------------------------
+# PBITMAP_DAEMON_METADATA=auto, the default, reads no list where the join
+# gap is narrow (where bytes bind: the benchmark's ebs measures 28-40 KiB);
+# =yes reads it all the same
+M=
+idle_meta_read() {	# CONF: M, the meta_read of an idle exec after a drop
+	start_daemon "$1"
+	cold
+	./walker idle
+	settle prefetched 1
+	M=$(counter meta_read)
+	stop_daemon
+}
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=32\n' >narrow.conf
+cp narrow.conf narrow-yes.conf && echo PBITMAP_DAEMON_METADATA=yes >>narrow-yes.conf
+: >daemon.log
+idle_meta_read narrow.conf
+auto=$M
+grep -q "metadata lists learned, not read: a join gap under 256 KiB" daemon.log ||
+	fail "METADATA=auto with a 32 KiB gap: the log does not say the lists are not read"
+idle_meta_read narrow-yes.conf
+yes=$M
+[ "$auto $yes" = "0 1" ] || fail "a 32 KiB join gap: meta_read $auto with METADATA=auto, $yes with =yes; want 0, 1"
+echo "narrow gap: no list read by default (auto), read with METADATA=yes"
+
 sed -i '4s/ [0-9]* [0-9]*$/ 1 0/' "$list"
 start_daemon read.conf
 cold

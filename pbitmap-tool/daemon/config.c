@@ -151,8 +151,10 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
 		break;
 	case PBD_SET_METADATA:
-		if (!config_bool(val, &pbd.cfg.metadata))
-			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
+		pbd.cfg.metadata_auto = !strcasecmp(val, "auto");
+		if (!pbd.cfg.metadata_auto && !config_bool(val, &pbd.cfg.metadata))
+			return pb_error(path, "line %u: %s=%s is not auto, yes or no", line, key, val);
+		pbd.cfg.metadata |= pbd.cfg.metadata_auto;
 		break;
 	case PBD_SET_LEARN_FAULT_AROUND:
 		if (config_word(path, line, key, val, fault_around_names, &v))
@@ -218,7 +220,7 @@ int config_load(const char *path)
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
 				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS,
-				 .metadata = true, .child_cpu_s = CHILD_CPU };
+				 .metadata = true, .metadata_auto = true, .child_cpu_s = CHILD_CPU };
 	fp = fopen(path, "re");
 	if (!fp)
 		return errno == ENOENT ? 0 : pb_error_errno(path, "cannot read");
@@ -417,7 +419,7 @@ int config_print(void)
 			snprintf(val, sizeof(val), "%s", read_program_names[c->read_program]);
 			break;
 		case PBD_SET_METADATA:
-			snprintf(val, sizeof(val), "%s", c->metadata ? "yes" : "no");
+			snprintf(val, sizeof(val), "%s", c->metadata_auto ? "auto" : c->metadata ? "yes" : "no");
 			break;
 		case PBD_SET_CHILD_CPU:
 			snprintf(val, sizeof(val), "%" PRIu64, c->child_cpu_s);

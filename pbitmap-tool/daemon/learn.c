@@ -1004,12 +1004,13 @@ void learn_helper(pid_t child, pid_t serves)
  * Whether runs of the program @st may be followed at all, whatever its
  * record says: learning loaded and on, and where the patched kernel
  * learns the pages itself (vm.pbitmap_learn not 0), a metadata list to
- * learn (root's programs: meta.c), which the kernel does not.
+ * learn that will be read (root's programs: meta.c), which the kernel
+ * does not.
  */
 bool learn_may_follow(const struct stat *st)
 {
 	return L.learnable_fd >= 0 && pbd.cfg.learn != PBD_LEARN_NO &&
-	       (!sysctl_on(pbd.kernel_learn_fd) || (pbd.cfg.metadata && st->st_uid == 0));
+	       (!sysctl_on(pbd.kernel_learn_fd) || (meta_readable() && st->st_uid == 0));
 }
 
 /*

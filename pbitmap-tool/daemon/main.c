@@ -818,6 +818,9 @@ int main(int argc, char **argv)
 	}
 	config_measured_gap();
 	pb_note(NULL, "join gap %" PRIu64 " KiB (%s)", pbd.cfg.gap >> 10, config_gap_source());
+	if (pbd.cfg.metadata && !meta_readable())
+		pb_note(NULL, "metadata lists learned, not read: a join gap under 256 KiB"
+			" (PBITMAP_DAEMON_METADATA=auto)");
 	fault_around_restore();		/* a killed predecessor's */
 	return start() ? PB_EXIT_FAIL : PB_EXIT_OK;
 }

@@ -68,6 +68,19 @@
 #define META_MAX_BYTES	(32ull << 20)	/* read for one exec, joined */
 #define META_PAGE	4096ull		/* the unit of a list's page numbers */
 /*
+ * PBITMAP_DAEMON_METADATA=auto reads lists only where the join gap is at
+ * least this wide: where a request costs the time of this many bytes or
+ * more, the requests a list saves pay.  Where bytes bind (a cloud volume;
+ * the benchmark's ebs, whose measured gap is 28-40 KiB) it saves no time
+ * and moves metadata ahead of the program's pages: python3 0.105 s slower
+ * beside the kernel's plans (p 0.010), 0.175 s alone on Debian's 6.12
+ * (docs/bench/2026-12-02-kernel-and-daemon-one-boot.md,
+ * 2026-12-01-daemon-metadata-lists.md), where on iops150 and latency
+ * (1024 KiB) the lists cut 22-41% of requests and time with them.  The
+ * default gap, 256 KiB, reads them.
+ */
+#define META_READ_MIN_GAP	(256ull << 10)
+/*
  * A list not relearned for so long is removed at the daemon's start: its
  * program was replaced (a package upgrade: a new inode, and its own list
  * once learned) or removed, or is no longer run.
@@ -306,6 +319,12 @@ void meta_moved(dev_t dev, ino_t ino, const struct stat *now)
 		pb_error_errno(from, "cannot rename to %s", to);
 }
 
+/* Whether lists are read at all (their learning is meta_start()'s and learn.c's). */
+bool meta_readable(void)
+{
+	return pbd.cfg.metadata && (!pbd.cfg.metadata_auto || pbd.cfg.gap >= META_READ_MIN_GAP);
+}
+
 /*
  * Whether the program @exe has a list to read: the parent's test, one
  * stat() in the state directory, before it starts a child on a patched
@@ -316,7 +335,7 @@ bool meta_listed(const struct stat *exe)
 	char path[PATH_MAX];
 	struct stat st;
 
-	return pbd.cfg.metadata && exe->st_uid == 0 &&
+	return meta_readable() && exe->st_uid == 0 &&
 	       list_path(path, sizeof(path), exe->st_dev, exe->st_ino) &&
 	       !lstat(path, &st) && S_ISREG(st.st_mode);
 }
@@ -370,7 +389,7 @@ int meta_read(int exe_fd, const struct stat *st, uint64_t gap, uint64_t budget,
 	FILE *fp;
 
 	*bytes = 0;
-	if (!pbd.cfg.metadata || st->st_uid != 0 ||
+	if (!meta_readable() || st->st_uid != 0 ||
 	    !list_path(path, sizeof(path), st->st_dev, st->st_ino))
 		return 0;
 	fp = fopen(path, "re");

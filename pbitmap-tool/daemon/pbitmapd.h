@@ -81,7 +81,8 @@ struct config {
 	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
 	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program;
-	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists */
+	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
+	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
 	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */
 };
 
@@ -210,6 +211,7 @@ void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves'
 int meta_start(void);
 void meta_save(const struct stat *exe, const struct pb_pageset *pages, uint64_t nr);
 void meta_moved(dev_t dev, ino_t ino, const struct stat *now);
+bool meta_readable(void);
 bool meta_listed(const struct stat *exe);
 int meta_read(int exe_fd, const struct stat *st, uint64_t gap, uint64_t budget,
 	      uint64_t *bytes);

@@ -73,7 +73,7 @@ bad 'PBITMAP_DAEMON_LEARN_PLANS=maybe\n' "line 1: PBITMAP_DAEMON_LEARN_PLANS=may
 bad 'PBITMAP_DAEMON_LEARN_FAULT_AROUND=never\n' "line 1: PBITMAP_DAEMON_LEARN_FAULT_AROUND=never is not keep, windows or off"
 bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '1001' is not a number from 0 to 1000"
 bad 'PBITMAP_DAEMON_READ_PROGRAM=maybe\n' "line 1: PBITMAP_DAEMON_READ_PROGRAM=maybe is not auto, yes or no"
-bad 'PBITMAP_DAEMON_METADATA=some\n' "line 1: PBITMAP_DAEMON_METADATA=some is not yes or no"
+bad 'PBITMAP_DAEMON_METADATA=some\n' "line 1: PBITMAP_DAEMON_METADATA=some is not auto, yes or no"
 bad 'PBITMAP_DAEMON_CHILD_CPU_S=0\n' "line 1: PBITMAP_DAEMON_CHILD_CPU_S=0: at least 1"
 bad 'PBITMAP_DAEMON_CHILD_CPU_S=11\n' "line 1: PBITMAP_DAEMON_CHILD_CPU_S: '11' is not a number from 0 to 10"
 printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=keep\n' >plans.conf
@@ -86,12 +86,17 @@ grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-co
 : >empty.conf
 expect_status 0 "$PBITMAPD" --print-config -c empty.conf
 grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
-# metadata lists learned and read, unless told otherwise
-grep -qx "PBITMAP_DAEMON_METADATA yes (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+# metadata lists learned, and read where the join gap is wide, unless told otherwise
+grep -qx "PBITMAP_DAEMON_METADATA auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_CHILD_CPU_S 2 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 printf 'PBITMAP_DAEMON_CHILD_CPU_S=10\n' >cpu.conf
 expect_status 0 "$PBITMAPD" --print-config -c cpu.conf
 grep -qx "PBITMAP_DAEMON_CHILD_CPU_S 10 (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+for v in auto yes no; do
+	printf 'PBITMAP_DAEMON_METADATA=%s\n' $v >meta.conf
+	expect_status 0 "$PBITMAPD" --print-config -c meta.conf
+	grep -qx "PBITMAP_DAEMON_METADATA $v (setting)" "$OUT" || fail "--print-config, METADATA=$v: $(cat "$OUT")"
+done
 # nothing kept (no daemon changed fault_around_bytes): nothing to put back
 expect_status 0 "$PBITMAPD" --restore-fault-around -s "$d/status"
 printf 'junk\n' >"$d/fault-around-bytes"
