@@ -99,7 +99,10 @@
 #            their directory and inode blocks one at a time, as before the
 #            lists (pbitmapd's meta.c); daemon has them
 #   daemon-nometa-probed  daemon-nometa with daemon-probed's gap: what the
-#            lists add in the configuration a user gets
+#            lists add in the configuration a user gets.  pbitmapd's
+#            default (PBITMAP_DAEMON_METADATA=auto, since 0c1d24d) reads
+#            no list at a gap under 256 KiB: there (ebs) the two conditions
+#            and plan-probed-dmeta's lists read nothing, as a user gets it
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the

@@ -116,7 +116,7 @@ stop_daemon
 	fail "the walk after the list was read made $on read requests, without it $off: want at most a third"
 echo "read: the walk made $on read requests after an exec read its list ($b bytes), $off without"
 
-# ---- a stale list -------------------------------------------------------------------
+# ---- a narrow join gap ---------------------------------------------------------------
 # PBITMAP_DAEMON_METADATA=auto, the default, reads no list where the join
 # gap is narrow (where bytes bind: the benchmark's ebs measures 28-40 KiB);
 # =yes reads it all the same
@@ -134,12 +134,14 @@ cp narrow.conf narrow-yes.conf && echo PBITMAP_DAEMON_METADATA=yes >>narrow-yes.
 : >daemon.log
 idle_meta_read narrow.conf
 auto=$M
-grep -q "metadata lists learned, not read: a join gap under 256 KiB" daemon.log ||
+grep -q "metadata lists not read: a join gap under 256 KiB" daemon.log ||
 	fail "METADATA=auto with a 32 KiB gap: the log does not say the lists are not read"
 idle_meta_read narrow-yes.conf
 yes=$M
 [ "$auto $yes" = "0 1" ] || fail "a 32 KiB join gap: meta_read $auto with METADATA=auto, $yes with =yes; want 0, 1"
 echo "narrow gap: no list read by default (auto), read with METADATA=yes"
+
+# ---- a stale list -------------------------------------------------------------------
 
 sed -i '4s/ [0-9]* [0-9]*$/ 1 0/' "$list"
 start_daemon read.conf

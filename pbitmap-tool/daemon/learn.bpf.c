@@ -181,7 +181,8 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 		return 0;
 	}
 	run.until_ns = bpf_ktime_get_ns() + cfg->window_ns;
-	run.meta_only = who->meta_only;
+	/* read once: user space may update the entry meanwhile */
+	run.meta_only = *(volatile __u32 *)&who->meta_only;
 	if (bpf_map_update_elem(&learners, &tgid, &run, BPF_ANY)) {
 		count(PBD_STAT_LEARNERS_FULL);
 		return 0;
@@ -192,7 +193,7 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 	e.dev = key.dev;
 	e.ino = key.ino;
 	e.start = p->start_boottime;
-	e.meta_only = who->meta_only;
+	e.meta_only = run.meta_only;
 	emit(&e);
 	return 0;
 }

@@ -413,7 +413,7 @@ static void on_fault(const struct pbd_learn_event *e)
 	if (!l)
 		return;
 	pbd.n.learn_faults++;
-	if (l->meta_only)	/* sent before vm.pbitmap_learn was set: the kernel's */
+	if (l->meta_only)	/* the BPF side sends none: the kernel learns them */
 		return;
 	for (size_t i = 0; i < l->nr_files && !f; i++)
 		if (l->files[i].dev == dev && l->files[i].ino == (ino_t)e->ino)

@@ -609,7 +609,8 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 /* Events seen: when it moved, the status file is due within a second. */
 static uint64_t events_seen(void)
 {
-	return pbd.n.execs + pbd.n.opens + pbd.n.learners;
+	return pbd.n.execs + pbd.n.opens + pbd.n.learners +
+	       pbd.n.learn_skip_switched + pbd.n.learn_faults;
 }
 
 /*
@@ -819,7 +820,7 @@ int main(int argc, char **argv)
 	config_measured_gap();
 	pb_note(NULL, "join gap %" PRIu64 " KiB (%s)", pbd.cfg.gap >> 10, config_gap_source());
 	if (pbd.cfg.metadata && !meta_readable())
-		pb_note(NULL, "metadata lists learned, not read: a join gap under 256 KiB"
+		pb_note(NULL, "metadata lists not read: a join gap under 256 KiB"
 			" (PBITMAP_DAEMON_METADATA=auto)");
 	fault_around_restore();		/* a killed predecessor's */
 	return start() ? PB_EXIT_FAIL : PB_EXIT_OK;

@@ -32,7 +32,7 @@ static const struct {
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },
-	{ "skip_kernel", "left to the kernel (vm.pbitmap_enabled = 1; metadata lists still read)" },
+	{ "skip_kernel", "left to the kernel (vm.pbitmap_enabled = 1; metadata lists still read where readable)" },
 	{ "skip_recent", "skipped: the same file read ahead less than 2 s before" },
 	{ "skip_busy", "skipped: max_parallel execs already being handled" },
 	{ "skip_pressure", "skipped: memory pressure above memory_pressure_pct" },

@@ -15,6 +15,9 @@
 #   - The walker's runs once its record has been read again are followed
 #     for the list alone: learners grows, learn_faults does not, and the
 #     list is written (meta_learned).
+#   - A join gap under 256 KiB (PBITMAP_DAEMON_METADATA=auto, the
+#     default): lists are not read, so beside the learning kernel the
+#     walker is not followed either (learners and meta_read unchanged).
 #   - Held execs (PBITMAP_DAEMON_HOLD_EXEC_MS) beside the prefetching
 #     kernel: the walker, with its list, is held (held and meta_read grow);
 #     a stamped program of root's without a list, whose child only reads
@@ -41,8 +44,11 @@ make_walker
 ./walker walk || fail "the walker does not find its 240 files"
 cp walker walker-u && cp walker walker-2 && chown 65534:65534 walker-u
 for p in walker walker-u walker-2; do pbitmap add -q "$p" || fail "cannot stamp $p"; done
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_PLANS=no\n' >learn.conf
+# the gap pinned: auto reads and learns lists beside the kernel only from 256 KiB
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\nPBITMAP_DAEMON_LEARN_PLANS=no\n' >base.conf
+cp base.conf learn.conf && echo PBITMAP_DAEMON_JOIN_GAP_KB=256 >>learn.conf
 cp learn.conf hold.conf && echo PBITMAP_DAEMON_HOLD_EXEC_MS=1000 >>hold.conf
+cp base.conf narrow.conf && echo PBITMAP_DAEMON_JOIN_GAP_KB=32 >>narrow.conf
 
 # ---- the kernel prefetches, pbitmapd learns the pages -----------------------------------
 echo 1 >/proc/sys/vm/pbitmap_enabled
@@ -61,11 +67,15 @@ echo "vm.pbitmap_learn=0: the walker's run followed, $(($(counter learn_faults) 
 echo 1 >/proc/sys/vm/pbitmap_learn
 l0=$(counter learners) s0=$(counter learn_skip_switched)
 run ./walker-u "${NOBODY[@]}"
+settle learn_skip_switched $((s0 + 1))	# counted when the BPF exec event is read
 [ "$(counter learn_skip_switched)" = $((s0 + 1)) ] && [ "$(counter learners)" = "$l0" ] ||
 	fail "nobody's program allowed before vm.pbitmap_learn=1: learn_skip_switched $(counter learn_skip_switched), learners $(counter learners); want $((s0 + 1)), $l0"
 run ./walker-u "${NOBODY[@]}"
 run ./walker-u "${NOBODY[@]}"
 [ "$(counter learners)" = "$l0" ] || fail "nobody's program followed again after vm.pbitmap_learn=1 (learners $(counter learners))"
+# its entry is gone: the later runs reach no learner, not the switched path again
+[ "$(counter learn_skip_switched)" = $((s0 + 1)) ] ||
+	fail "nobody's program's entry kept after the switch: learn_skip_switched $(counter learn_skip_switched), want $((s0 + 1))"
 echo "vm.pbitmap_learn=1: nobody's program is no longer followed"
 
 run ./walker			# the run that finds the switch; its child allows it again
@@ -77,6 +87,19 @@ settle meta_learned $((m0 + 2))
 [ "$(counter learn_faults)" = "$f0" ] ||
 	fail "the walker's meta-only runs sent $(($(counter learn_faults) - f0)) faults: the kernel learns its pages"
 echo "vm.pbitmap_learn=1: the walker followed for its list alone, no fault sent, $(counter meta_learned) lists written"
+stop_daemon
+
+# ---- a narrow join gap: lists neither read nor learned -----------------------------------
+start_daemon narrow.conf
+grep -q "metadata lists not read: a join gap under 256 KiB" "$W/daemon.log" ||
+	fail "a 32 KiB gap: no note that lists are not read"
+run ./walker			# its record read: not followed
+l0=$(counter learners) r0=$(counter meta_read)
+cold; run ./walker
+cold; run ./walker
+[ "$(counter learners)" = "$l0" ] && [ "$(counter meta_read)" = "$r0" ] ||
+	fail "a 32 KiB gap beside the learning kernel: learners $(counter learners), meta_read $(counter meta_read); want $l0, $r0"
+echo "a 32 KiB gap: the walker's list neither read nor learned"
 stop_daemon
 
 # ---- held execs ----------------------------------------------------------------------------
