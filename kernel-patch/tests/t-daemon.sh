@@ -26,6 +26,9 @@
 #     read, the host's decoy is not.
 #   - a stamped data file opened by nobody (and not read): its marked pages
 #     are read ahead, no other page (mincore).
+#   - a stamped data file opened from a cgroup 2 MiB below its
+#     memory.high: at most half that room is read ahead (of 2 MiB marked),
+#     and some is.
 #   - unstamped execs: counted, never read ahead.
 #   - kill -9 while stamped programs start: every one runs, its bitmap
 #     verifies, the status file is whole; a restarted daemon works.
@@ -201,6 +204,48 @@ for _ in $(seq 100); do [ "$(counter data_prefetched)" -gt "$p0" ] && [ "$(count
 got=$(python3 "$HERE/resident.py" "$W/dfile" 10-20 300-399)
 [ "$got" = "11 0" ] || fail "the data file's marked pages 10-20 resident, 300-399 not: got '$got' (of 11, of 100)"
 echo "data file: opened by nobody and not read, its marked pages were read ahead, nothing else"
+
+# ---- a data file opened near its cgroup's memory.high -----------------------
+# 32 runs of 64 KiB, 2 MiB apart (wider than any join gap: 32 reads), in a
+# 64 MiB file.  The opener sets its cgroup's memory.high 2 MiB above its
+# memory.current, then opens the file: the daemon reads at most half that
+# room (budget.c, as the kernel's pbitmap_budget_take()), the first runs of
+# the file, and no more; one ignoring memory.high reads all 2 MiB.
+head -c $((64 << 20)) /dev/urandom >hfile
+pbitmap add -q hfile &&
+	pbitmap set -q --ranges "$(python3 -c 'print(",".join("%d-%d" % (i << 21, (i << 21) + 65535) for i in range(32)))')" hfile ||
+	fail "cannot stamp the 64 MiB data file"
+grep -qw memory /sys/fs/cgroup/cgroup.controllers || fail "no memory controller in cgroup v2"
+echo +memory >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the memory controller"
+hcg=$(mktemp -d /sys/fs/cgroup/t-daemon-high.XXXXXX) || fail "cannot create a cgroup"
+sleep 2.5	# the stamping's own opens are no longer "recent"
+for _ in $(seq 100); do [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
+evict hfile
+b0=$(counter bytes) p0=$(counter data_prefetched)
+rm -f opened.flag done.flag
+sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 -c "
+import os, sys, time
+g, f, room = sys.argv[1], sys.argv[2], 2 << 20
+cur = int(open(g + \"/memory.current\").read())
+open(g + \"/memory.high\", \"w\").write(str(cur + room))
+print(cur + room - int(open(g + \"/memory.current\").read()), flush=True)
+open(f).close()
+open(\"opened.flag\", \"w\").close()
+for _ in range(300):
+    if os.path.exists(\"done.flag\"): break
+    time.sleep(0.1)
+" "$1" "$2"' sh "$hcg" "$W/hfile" >room.txt &
+hpid=$!
+for _ in $(seq 200); do [ -e opened.flag ] && [ "$(counter data_prefetched)" -gt "$p0" ] && [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
+touch done.flag; wait "$hpid" || fail "the opener in $hcg failed"
+rmdir "$hcg" 2>/dev/null || true
+[ "$(counter data_prefetched)" -gt "$p0" ] || fail "memory.high: the data file opened was not read ahead"
+room=$(cat room.txt) got=$(($(counter bytes) - b0)) res=$(cached hfile)
+[ "$room" -gt $((1 << 20)) ] || fail "memory.high: only $room bytes of room left before the open; want more than 1 MiB"
+[ "$got" -gt 0 ] && [ "$got" -le $((room / 2)) ] ||
+	fail "memory.high: the daemon asked for $got bytes of 2 MiB marked; want some, at most half the cgroup's $room bytes of room"
+[ "$res" -le $((room / 2)) ] || fail "memory.high: $res bytes of the file cached, more than half the cgroup's room ($room)"
+echo "data file near memory.high: $got bytes read ahead of 2 MiB marked, at most half the cgroup's $((room >> 10)) KiB of room ($res bytes cached)"
 
 # ---- unstamped execs, and the cost of each ----------------------------------
 for i in $(seq 20); do cp --preserve=xattr prog "prog.$i"; done	# 20 files: none "recent"

@@ -340,7 +340,9 @@ static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd,
 
 	r->meta_only = true;
 	if (!fstat(exe_fd, &r->exe)) {
-		r->meta = meta_read(exe_fd, &r->exe, r->p.gap, r->p.budget, &r->meta_bytes);
+		if (r->p.budget)	/* 0: memory.high reached (meta_read()'s 0 is no limit) */
+			r->meta = meta_read(exe_fd, &r->exe, r->p.gap, r->p.budget,
+					    &r->meta_bytes);
 		if (!pb_marker_record(exe_fd, &r->exe, &rec)) {
 			r->has_record = true;
 			r->rec_flags = le32toh(pb_hdr(&rec)->flags);
@@ -371,13 +373,14 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 	int ret;
 
 	child_limits(keep, 3, CHILD_SECONDS, (unsigned int)pbd.cfg.child_cpu_s);
+	/* first: its exec is counted once, as left to the kernel, never as over budget */
+	if (meta_only)
+		meta_only_child(exe_fd, report_fd, &r);
 	if (!r.p.budget) {	/* memory.high reached: nothing at all */
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
 		child_report(report_fd, &r);
 	}
-	if (meta_only)
-		meta_only_child(exe_fd, report_fd, &r);
 	r.gone = take_task(pid, pidfd, exe_fd, &t) == PB_NONE;
 	ret = PB_FAIL;
 	if (!fstat(exe_fd, &st)) {
