@@ -218,9 +218,12 @@ pbitmap add -q hfile &&
 grep -qw memory /sys/fs/cgroup/cgroup.controllers || fail "no memory controller in cgroup v2"
 echo +memory >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the memory controller"
 hcg=$(mktemp -d /sys/fs/cgroup/t-daemon-high.XXXXXX) || fail "cannot create a cgroup"
-sleep 2.5	# the stamping's own opens are no longer "recent"
+# Out of the cache with no open of it (evict's or fincore's open could start
+# a read-ahead and make the opener's "recent"), once the stamping's own opens
+# are not.
+sleep 2.5
 for _ in $(seq 100); do [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
-evict hfile
+sync; echo 1 >/proc/sys/vm/drop_caches
 b0=$(counter bytes) p0=$(counter data_prefetched)
 rm -f opened.flag done.flag
 sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 -c "
@@ -240,12 +243,17 @@ for _ in $(seq 200); do [ -e opened.flag ] && [ "$(counter data_prefetched)" -gt
 touch done.flag; wait "$hpid" || fail "the opener in $hcg failed"
 rmdir "$hcg" 2>/dev/null || true
 [ "$(counter data_prefetched)" -gt "$p0" ] || fail "memory.high: the data file opened was not read ahead"
+# Slack: memory.current counts each CPU's charge batch (64 pages) held for
+# the cgroup, which another cgroup's charge on that CPU gives back, so the
+# room the daemon sees may be that much wider than the opener's.
 room=$(cat room.txt) got=$(($(counter bytes) - b0)) res=$(cached hfile)
+half=$(((room + $(nproc) * 64 * 4096) / 2))
 [ "$room" -gt $((1 << 20)) ] || fail "memory.high: only $room bytes of room left before the open; want more than 1 MiB"
-[ "$got" -gt 0 ] && [ "$got" -le $((room / 2)) ] ||
-	fail "memory.high: the daemon asked for $got bytes of 2 MiB marked; want some, at most half the cgroup's $room bytes of room"
-[ "$res" -le $((room / 2)) ] || fail "memory.high: $res bytes of the file cached, more than half the cgroup's room ($room)"
-echo "data file near memory.high: $got bytes read ahead of 2 MiB marked, at most half the cgroup's $((room >> 10)) KiB of room ($res bytes cached)"
+[ "$got" -gt 0 ] && [ "$got" -le "$half" ] ||
+	fail "memory.high: the daemon asked for $got bytes of 2 MiB marked; want some, at most $half (half the cgroup's $room bytes of room, and the charge batches)"
+[ "$res" -le "$half" ] || fail "memory.high: $res bytes of the file cached, more than $half"
+echo "data file near memory.high: $got bytes read ahead of 2 MiB marked, at most $half (half the cgroup's $((room >> 10)) KiB of room, and the charge batches; $res bytes cached)"
+rm -f hfile	# no later open of it to read ahead
 
 # ---- unstamped execs, and the cost of each ----------------------------------
 for i in $(seq 20); do cp --preserve=xattr prog "prog.$i"; done	# 20 files: none "recent"
