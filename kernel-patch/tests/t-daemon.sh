@@ -206,8 +206,8 @@ got=$(python3 "$HERE/resident.py" "$W/dfile" 10-20 300-399)
 echo "data file: opened by nobody and not read, its marked pages were read ahead, nothing else"
 
 # ---- a data file opened near its cgroup's memory.high -----------------------
-# 32 runs of 64 KiB, 2 MiB apart (wider than any join gap: 32 reads), in a
-# 64 MiB file.  The opener sets its cgroup's memory.high 2 MiB above its
+# 32 runs of 64 KiB, 2 MiB apart (wider than the default 256 KiB join gap:
+# 32 reads), in a 64 MiB file.  The opener sets its cgroup's memory.high 2 MiB above its
 # memory.current, then opens the file: the daemon reads at most half that
 # room (budget.c, as the kernel's pbitmap_budget_take()), the first runs of
 # the file, and no more; one ignoring memory.high reads all 2 MiB.
@@ -218,6 +218,7 @@ pbitmap add -q hfile &&
 grep -qw memory /sys/fs/cgroup/cgroup.controllers || fail "no memory controller in cgroup v2"
 echo +memory >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the memory controller"
 hcg=$(mktemp -d /sys/fs/cgroup/t-daemon-high.XXXXXX) || fail "cannot create a cgroup"
+trap 'stop_daemon; umount "$W/tmpfs" "$W/ctr/data" 2>/dev/null || true; rmdir "$hcg" 2>/dev/null || true' EXIT
 # Out of the cache with no open of it (evict's or fincore's open could start
 # a read-ahead and make the opener's "recent"), once the stamping's own opens
 # are not.
@@ -230,7 +231,10 @@ sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 -c "
 import os, sys, time
 g, f, room = sys.argv[1], sys.argv[2], 2 << 20
 cur = int(open(g + \"/memory.current\").read())
-open(g + \"/memory.high\", \"w\").write(str(cur + room))
+with open(g + \"/memory.high\", \"w\") as h:
+    h.write(str(cur + room))
+if int(open(g + \"/memory.high\").read()) != cur + room:
+    sys.exit(\"memory.high not set\")
 print(cur + room - int(open(g + \"/memory.current\").read()), flush=True)
 open(f).close()
 open(\"opened.flag\", \"w\").close()
@@ -240,16 +244,18 @@ for _ in range(300):
 " "$1" "$2"' sh "$hcg" "$W/hfile" >room.txt &
 hpid=$!
 for _ in $(seq 200); do [ -e opened.flag ] && [ "$(counter data_prefetched)" -gt "$p0" ] && [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
+# both now: fincore's open, 2 s after the opener's, could read it all
+got=$(($(counter bytes) - b0)) res=$(cached hfile)
 touch done.flag; wait "$hpid" || fail "the opener in $hcg failed"
 rmdir "$hcg" 2>/dev/null || true
 [ "$(counter data_prefetched)" -gt "$p0" ] || fail "memory.high: the data file opened was not read ahead"
 # Slack: memory.current counts each CPU's charge batch (64 pages) held for
 # the cgroup, which another cgroup's charge on that CPU gives back, so the
 # room the daemon sees may be that much wider than the opener's.
-room=$(cat room.txt) got=$(($(counter bytes) - b0)) res=$(cached hfile)
+room=$(cat room.txt)
 half=$(((room + $(nproc) * 64 * 4096) / 2))
 [ "$room" -gt $((1 << 20)) ] || fail "memory.high: only $room bytes of room left before the open; want more than 1 MiB"
-[ "$got" -gt 0 ] && [ "$got" -le "$half" ] ||
+[ "$got" -gt 0 ] && [ "$got" -le "$half" ] && [ "$got" -lt $((2 << 20)) ] ||
 	fail "memory.high: the daemon asked for $got bytes of 2 MiB marked; want some, at most $half (half the cgroup's $room bytes of room, and the charge batches)"
 [ "$res" -le "$half" ] || fail "memory.high: $res bytes of the file cached, more than $half"
 echo "data file near memory.high: $got bytes read ahead of 2 MiB marked, at most $half (half the cgroup's $((room >> 10)) KiB of room, and the charge batches; $res bytes cached)"
