@@ -188,15 +188,19 @@ rm -f /data/D
 echo "container: its plan resolved in its own root and mount namespace; the host's decoy not read"
 
 # ---- a data file, at its open ----------------------------------------------
+# drop_unopened: the page cache dropped with no open of a stamped file:
+# every open of one more than 2 s after the last may start a read-ahead
+# (evict's or fincore's own open, late on a slow guest, once could have, and
+# would make the test's own open "recent").  pbitmap's own opens and what
+# they started are over first.
+drop_unopened() {
+	sleep 2.5
+	for _ in $(seq 100); do [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
+	sync; echo 1 >/proc/sys/vm/drop_caches
+}
 head -c $((4 << 20)) /dev/urandom >dfile
 pbitmap add -q dfile && pbitmap set -q --pages 10-20 dfile || fail "cannot stamp a data file"
-# Evicted with no open of it: every open of a stamped file more than 2 s
-# after the last may start a read-ahead (evict's own open, late on a slow
-# guest, once could have).  pbitmap's own opens and what they started are
-# over first.  Pages 300-399, written by head, show whether it was.
-sleep 2.5
-for _ in $(seq 100); do [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
-sync; echo 1 >/proc/sys/vm/drop_caches
+drop_unopened	# pages 300-399, written by head, show whether a read-ahead ran
 p0=$(counter data_prefetched)
 "${NOBODY[@]}" python3 -c 'import sys; open(sys.argv[1]).close()' "$W/dfile"	# opened, nothing read
 for _ in $(seq 100); do [ "$(counter data_prefetched)" -gt "$p0" ] && [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
@@ -219,12 +223,7 @@ grep -qw memory /sys/fs/cgroup/cgroup.controllers || fail "no memory controller 
 echo +memory >/sys/fs/cgroup/cgroup.subtree_control || fail "cannot enable the memory controller"
 hcg=$(mktemp -d /sys/fs/cgroup/t-daemon-high.XXXXXX) || fail "cannot create a cgroup"
 trap 'stop_daemon; umount "$W/tmpfs" "$W/ctr/data" 2>/dev/null || true; rmdir "$hcg" 2>/dev/null || true' EXIT
-# Out of the cache with no open of it (evict's or fincore's open could start
-# a read-ahead and make the opener's "recent"), once the stamping's own opens
-# are not.
-sleep 2.5
-for _ in $(seq 100); do [ "$(counter pending)" = 0 ] && break; sleep 0.1; done
-sync; echo 1 >/proc/sys/vm/drop_caches
+drop_unopened
 b0=$(counter bytes) p0=$(counter data_prefetched)
 rm -f opened.flag done.flag
 sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 -c "

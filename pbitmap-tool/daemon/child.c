@@ -373,7 +373,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 	int ret;
 
 	child_limits(keep, 3, CHILD_SECONDS, (unsigned int)pbd.cfg.child_cpu_s);
-	/* first: its exec is counted once, as left to the kernel, never as over budget */
+	/* first: an exec left to the kernel (skip_kernel) is never counted as over budget */
 	if (meta_only)
 		meta_only_child(exe_fd, report_fd, &r);
 	if (!r.p.budget) {	/* memory.high reached: nothing at all */
