@@ -70,7 +70,8 @@ settle() {
 		[ "$(counter pending)" = 0 ] && [ "$(counter "$1")" -ge "$2" ] && return 0
 		sleep 0.1
 	done
-	fail "after 60 s: $1 $(counter "$1"), wanted $2; pending $(counter pending)"
+	fail "after 60 s: $1 $(counter "$1"), wanted $2; pending $(counter pending); the status file:
+$(tr '\n' ' ' <"$W/status")"
 }
 
 # make_walker: ./walker, a program that given "walk [S]" stats 240 files in

@@ -333,6 +333,13 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 	int mount_fd = fid ? fs_handle_fd(&fid->fsid) : -1, fd, after;
 	pid_t child, exec_kid;
 
+	/*
+	 * The daemon's own (its status file, where that is on a watched
+	 * filesystem): not an event, or each rewrite of the status file
+	 * would call for the next one a second later, for ever.
+	 */
+	if (m->pid == getpid())
+		return;
 	pbd.n.opens++;
 	if (mount_fd < 0 || !(m->mask & FAN_OPEN))
 		return;
