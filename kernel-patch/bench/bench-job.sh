@@ -16,6 +16,11 @@
 #   nora     demand paging with nothing around it: fault_around_bytes=4096,
 #            read_ahead_kb=0 (the definition of "pages used")
 #   off      the stock kernel (pbitmap and the baselines off)
+#   off-busyN  off, with a loop that keeps a CPU busy for N ms started
+#            beside the program: what another task's CPU at a start-up
+#            costs it on this machine (under TCG the guest's vCPUs share
+#            the host's cores with the emulator's I/O thread), to set
+#            beside pbitmapd's own CPU per run (daemon.txt, cpu_ms)
 #   slurp    vm.mmap_slurp_all=1 (every file mapping read whole at mmap)
 #   early    the 2008 synchronous mode (vm.pbitmap_early_fault=1, mmap off)
 #   exec     pbitmap prefetch of the executable and interpreter only
@@ -175,7 +180,7 @@ needs_daemon() {
 }
 needs_series() {
 	in_tree_d "$1" && return 1
-	case $1 in off | nora | user | audit | preload | warm | pressure-off) return 1 ;; esac
+	case $1 in off | off-busy[0-9]* | nora | user | audit | preload | warm | pressure-off) return 1 ;; esac
 	return 0
 }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
@@ -379,7 +384,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | off-b | user | audit | preload | warm | pressure-off) ;;
+	off | off-b | off-busy[0-9]* | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp | slurp-b) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -828,6 +833,11 @@ output_ok() {	# W ROOT: W.out, gcc's .s appended, is the reference output
 	[ "$1" != gcc ] || cat "$2/tmp/out.s" >>"$1.out"
 	[ "$(sha256sum <"$1.out")" = "${ref[$1]}" ]
 }
+busy_beside() {	# MS: a CPU kept busy for MS ms from now, in the background
+	local end=$((${EPOCHREALTIME/./} + $1 * 1000))
+	{ while ((${EPOCHREALTIME/./} < end)); do :; done; } &
+	BUSY_PID=$!
+}
 one_run() {	# W C K
 	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status user sys line last='' ok
 	local -a run
@@ -865,7 +875,9 @@ one_run() {	# W C K
 			'n=$1; shift; run=("${@:1:n}"); shift "$n"; cat -- "$@" >/dev/null && exec "${run[@]}"' \
 			preload ${#run[@]} "${run[@]}" "${PRELOAD[@]}" >"$w.out" 2>&1 </dev/null || true
 	else
+		[[ $c != off-busy* ]] || busy_beside "${c#off-busy}"
 		/usr/bin/time -o time.out -f '%F %e %x %U %S' "${run[@]}" >"$w.out" 2>&1 </dev/null || true
+		[[ $c != off-busy* ]] || wait "$BUSY_PID"
 	fi
 	drain
 	read -r r1 _ s1 _ </sys/block/$DEV/stat
