@@ -519,7 +519,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
 	COUNTER(held), COUNTER(held_timeout),
-	COUNTER(exec_cpu_us), COUNTER(open_cpu_us), COUNTER(child_cpu_us),
+	COUNTER(exec_cpu_us), COUNTER(open_cpu_us), COUNTER(child_cpu_us), COUNTER(child_sys_us),
 	COUNTER(learners), COUNTER(learn_written), COUNTER(learn_in_place), COUNTER(learn_pages),
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
@@ -529,14 +529,15 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 };
 
 /* The CPU time of the daemon's children it has reaped (readers, writers). */
-static uint64_t children_cpu_us(void)
+/* The reaped children's CPU, and in *@sys_us its part in the kernel: 0 when unknown */
+static uint64_t children_cpu_us(uint64_t *sys_us)
 {
 	struct rusage ru;
 
 	if (getrusage(RUSAGE_CHILDREN, &ru))
 		return 0;
-	return (uint64_t)(ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000 +
-	       (uint64_t)(ru.ru_utime.tv_usec + ru.ru_stime.tv_usec);
+	*sys_us = (uint64_t)ru.ru_stime.tv_sec * 1000000 + (uint64_t)ru.ru_stime.tv_usec;
+	return (uint64_t)ru.ru_utime.tv_sec * 1000000 + (uint64_t)ru.ru_utime.tv_usec + *sys_us;
 }
 
 /*
@@ -548,12 +549,14 @@ static void write_status(void)
 	char *buf = NULL;
 	size_t len = 0;
 	FILE *fp = open_memstream(&buf, &len);
-	uint64_t child_us = children_cpu_us();
+	uint64_t child_sys_us = 0, child_us = children_cpu_us(&child_sys_us);
 
 	if (!fp)
 		return;
-	if (child_us)	/* 0: getrusage failed, or no child has ended yet */
+	if (child_us) {	/* 0: getrusage failed, or no child has ended yet */
 		pbd.n.child_cpu_us = child_us;
+		pbd.n.child_sys_us = child_sys_us;
+	}
 	fprintf(fp, "pid %d\npending %u\nlearning %d\nfault_around %d\n", (int)getpid(),
 		pbd.children, pbd.learning, pbd.fault_around);
 	for (size_t i = 0; i < sizeof(counter_names) / sizeof(counter_names[0]); i++) {

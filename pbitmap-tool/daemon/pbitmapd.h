@@ -95,8 +95,11 @@ struct counters {
 	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
 	uint64_t held, held_timeout;	/* hold.c */
-	/* CPU in microseconds: the daemon's on exec and on open events, its reaped children's */
-	uint64_t exec_cpu_us, open_cpu_us, child_cpu_us;
+	/*
+	 * CPU in microseconds: the daemon's on exec and on open events, its
+	 * reaped children's, and of that the part spent in the kernel
+	 */
+	uint64_t exec_cpu_us, open_cpu_us, child_cpu_us, child_sys_us;
 	/* learning (learn.c) */
 	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
 	uint64_t learn_skip_recent, learn_skip_policy, learn_skip_changed, learn_skip_failed;

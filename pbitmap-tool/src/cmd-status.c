@@ -48,6 +48,7 @@ static const struct {
 	{ "exec_cpu_us", "CPU microseconds the daemon spent handling exec events" },
 	{ "open_cpu_us", "CPU microseconds the daemon spent handling open events" },
 	{ "child_cpu_us", "CPU microseconds of its children (readers, writers), once ended" },
+	{ "child_sys_us", "of which in the kernel (the page cache work of their reads, say)" },
 	{ "learners", "runs of stamped programs followed to learn from" },
 	{ "learn_written", "files given a learned generation" },
 	{ "learn_in_place", "of which in place (the same inode; the rest by a renamed copy)" },
