@@ -114,6 +114,11 @@
 #            series only; its test-bed kernel has no BPF, so pbitmapd cannot
 #            learn there)
 #   pressure-daemon-b  daemon-b on a full machine
+#   daemon-a, daemon-a-probed  pbitmapd serving tree A (the ground truth's
+#            bitmaps, as `full` reads them; no plans, no metadata lists),
+#            with its default gap or daemon-probed's: pbitmapd where it
+#            cannot learn (no BPF, as on a host in kernel lockdown), on any
+#            kernel
 #   daemon-hold, daemon-b-hold  daemon, daemon-b with execs held until
 #            their read-ahead is submitted (PBITMAP_DAEMON_HOLD_EXEC_MS=100;
 #            daemon-holdN, daemon-b-holdN: at most N ms)
@@ -134,7 +139,7 @@
 #
 # Configuration: bench.conf beside the job (written by bench-run.sh), shell
 # assignments of DISK, RUNS, GCC_RUNS, LEARN_RUNS, WORKLOADS, CONDITIONS,
-# EXEC_BENCH, EXEC_REPEATS, WAITS, DAEMON_FAULT_AROUND.  Results in
+# EXEC_BENCH, EXEC_REPEATS, WAITS, DAEMON_FAULT_AROUND, BENCH_DEV.  Results in
 # $RESULTS: bench.csv (one row per run, the columns
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
 # learned, the floors), exec.csv (the warm-exec microbenchmark),
@@ -167,7 +172,8 @@ is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-pl
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
 in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
-is_daemon() { in_tree_d "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; plan-probed-dmeta) true ;; *) false ;; esac; }
+in_tree_a_daemon() { case $1 in daemon-a | daemon-a-probed) return 0 ;; esac; return 1; }
+is_daemon() { in_tree_d "$1" || in_tree_a_daemon "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; plan-probed-dmeta) true ;; *) false ;; esac; }
 needs_d() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_d "$c" && return 0; done
@@ -180,6 +186,7 @@ needs_daemon() {
 }
 needs_series() {
 	in_tree_d "$1" && return 1
+	in_tree_a_daemon "$1" && return 1
 	case $1 in off | off-busy[0-9]* | nora | user | audit | preload | warm | pressure-off) return 1 ;; esac
 	return 0
 }
@@ -220,8 +227,10 @@ t_start=$EPOCHSECONDS
 log() { echo "$(date +%T) $*"; }
 
 # --- The bench disk: the guest image's copy, mounted as the chroot A.
+# BENCH_DEV (bench.conf): another block device's name, for a run on the
+# host's own kernel (bench-run.sh's BENCH_KERNEL=host: a loop device).
 A=/bench
-DEV=vdb
+DEV=${BENCH_DEV:-vdb}
 [ -b /dev/$DEV ] || die "no second disk /dev/$DEV (bench-run.sh attaches it)"
 mkdir -p $A && mount -o noatime /dev/$DEV $A || die "cannot mount /dev/$DEV"
 mountpoint -q /sys/kernel/debug || mount -t debugfs debugfs /sys/kernel/debug
@@ -232,6 +241,16 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 [ "$DISK" != ebs-opt ] || [ "$io_opt" = 262144 ] ||
 	die "disk model ebs-opt: $DEV reports optimal_io_size $io_opt, not 262144"
 [ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
+# A kernel whose debugfs refuses fault_around_bytes (kernel lockdown: the
+# host of BENCH_KERNEL=host, a BENCH_DEV run only): fault-around stays as it
+# is, nora cannot run, and the ground truth is in fault-around granules.
+fa_ok=1
+fault_around0=$(cat $FAULT_AROUND 2>/dev/null) || fa_ok=0
+if [ $fa_ok = 0 ]; then
+	[ -n "${BENCH_DEV-}" ] || die "$FAULT_AROUND cannot be read"
+	! has_condition nora || die "condition nora: $FAULT_AROUND cannot be read or set on $(uname -r)"
+	log "$FAULT_AROUND refused: fault-around left at the kernel's, the ground truth in its granules"
+fi
 # SSD_READ_AHEAD_KB (bench-run.sh): the disk as an SSD, non-rotational with
 # that window; rotational first (its limits' update never lowers the window)
 if [ -n "${SSD_READ_AHEAD_KB-}" ]; then
@@ -247,7 +266,7 @@ if has_condition plan-probed || has_condition plan-probed-paced || has_condition
 	has_condition plan-probed-meta || has_condition plan-probed-dmeta ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed ||
-	has_condition daemon-nometa-probed; then
+	has_condition daemon-nometa-probed || has_condition daemon-a-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
@@ -281,7 +300,7 @@ rq_trace() {	# on | off W C K
 	for ev in $RQ_EVENTS; do echo 0 >$TRACEFS/events/block/$ev/enable; done
 	grep -v '^#' $TRACEFS/trace >"$OUT/rq-trace/$2.$3.$4"
 }
-fault_around0=$(<$FAULT_AROUND) ra0=$(<$RA)
+ra0=$(<$RA)
 chroot_mounts() {	# ROOT: what a program run in ROOT needs of the live system
 	mount --bind /proc "$1/proc" && mount --bind /sys "$1/sys" &&
 		mount --bind /dev "$1/dev" && mount -t tmpfs tmpfs "$1/tmp" ||
@@ -363,7 +382,7 @@ for p in /bin/bash /usr/sbin/chroot /usr/bin/time /bin/cat /usr/bin/sha256sum; d
 	while read -r l; do pin_list+=("$(readlink -f "$l")"); done < <(ldd "$p" |
 		awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }')
 done
-mkfifo /run/bench-pinned
+rm -f /run/bench-pinned && mkfifo /run/bench-pinned
 python3 - "${pin_list[@]}" <<'PY' &
 import ctypes, mmap, signal, sys
 libc = ctypes.CDLL("libc.so.6", use_errno=True)
@@ -398,7 +417,8 @@ set_condition() {
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac
-	echo "$fa" >$FAULT_AROUND; echo "$ra" >$RA
+	[ $fa_ok = 0 ] || echo "$fa" >$FAULT_AROUND
+	echo "$ra" >$RA
 	[ $series = 1 ] || return 0
 	vm pbitmap_enabled $en; vm pbitmap_mmap $mmap; vm pbitmap_early_fault $early
 	vm mmap_slurp_all $slurp
@@ -470,7 +490,7 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	local n=${1#daemon-gap} nometa= f
 	case $1 in
-	*daemon-probed | daemon-nometa-probed | plan-probed-dmeta)	# pbitmapd's rule: the measured gap, or 256 where -1
+	*daemon-probed | daemon-nometa-probed | daemon-a-probed | plan-probed-dmeta)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap
 		[ "$1" != daemon-nometa-probed ] || nometa=nometa- ;;
@@ -516,7 +536,7 @@ for w in "${workloads[@]}"; do
 	while read -r f; do gt+=(-f "$A$f"); done <<<"${files[$w]}"
 	log "ground truth of $w"
 	# shellcheck disable=SC2086
-	python3 "$JOB/ground_truth.py" --require-cold --require-fault-around -o "$w.truth" \
+	python3 "$JOB/ground_truth.py" --require-cold $([ $fa_ok = 0 ] || echo --require-fault-around) -o "$w.truth" \
 		"${gt[@]}" -- chroot $A ${cmd[$w]} >"$w.gt.out" 2>&1 </dev/null ||
 		die "ground truth of $w: $(tail -n 5 "$w.gt.out")"
 done
@@ -737,6 +757,7 @@ done
 	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0," \
 		"optimal_io_size $io_opt, rotational $(<"/sys/block/$DEV/queue/rotational")"
 	echo "kernel: $(uname -r); harness pinned: $pinned"
+	[ $fa_ok = 1 ] || echo "fault_around_bytes: refused by the kernel (debugfs), left at its value; the ground truth in its granules"
 	for w in "${workloads[@]}"; do
 		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests (physical ${pfloor[$w,A]})"
 	done

@@ -40,7 +40,15 @@
 #               a stock kernel runs only the conditions that need nothing of
 #               the series (off, pbitmapd's but daemon-b, pressure-off, user,
 #               audit, preload, warm, nora), without WAITS; its EXEC_BENCH
-#               (with a daemon condition) measures pbitmapd's cost
+#               (with a daemon condition) measures pbitmapd's cost; or host:
+#               no guest, the job run on this machine's own kernel with its
+#               CPU as it is (no TCG), the bench disk a loop device (direct
+#               I/O) mounted at /bench, iops150 modelled by cgroup v1's
+#               blk-throttle at the root (150 reads and 150 writes a
+#               second: blk-throttle counts bios, QEMU the requests they
+#               merge into), or none; the conditions a stock kernel runs.
+#               It takes the machine: caches dropped, pbitmapd watching
+#               every local filesystem; run nothing else meanwhile
 #   PBITMAPD    the daemon of the daemon conditions (build/pbitmapd)
 #   SSD_READ_AHEAD_KB  set: the bench disk made non-rotational and its
 #               read_ahead_kb this (128: what a user's SSD gets), at the job's
@@ -74,6 +82,7 @@ DISK=${DISK:-iops150 ebs latency none} DELAY_MS=${DELAY_MS:-4} EXEC_BENCH=${EXEC
 IMAGE=${IMAGE:-$TOP/build/guest.img}
 BENCH_KERNEL=${BENCH_KERNEL:-patched} PBITMAPD=${PBITMAPD:-$TOP/build/pbitmapd}
 WAITS=${WAITS:-0} WAITS_KO=${WAITS_KO:-$TOP/build/stap/stap_waits.ko}
+BLKIO_V1=/sys/fs/cgroup/blkio
 # Whether a condition runs pbitmapd (daemon, pressure-daemon, daemon-b, ...).
 daemon=0
 for c in $CONDITIONS; do case $c in daemon | *-daemon | daemon-* | *-daemon-*) daemon=1 ;; esac; done
@@ -100,7 +109,20 @@ stock-6.12 | stock-7.3)
 	[ "$WAITS" = 0 ] || echo "bench: BENCH_KERNEL=$BENCH_KERNEL: no wait attribution (waits.stp is built for the series' kernel)"
 	WAITS=0
 	[ $daemon = 1 ] || EXEC_BENCH=0 ;;
-*) die "BENCH_KERNEL=$BENCH_KERNEL: patched, stock-6.12 or stock-7.3" ;;
+host)
+	[ "$(id -u)" = 0 ] || die "BENCH_KERNEL=host needs root (loop device, mounts, drop_caches)"
+	[ ! -e /proc/sys/vm/pbitmap_enabled ] ||
+		die "BENCH_KERNEL=host: $(uname -r) is a pbitmap kernel; the host mode is for stock kernels"
+	for d in $DISK; do
+		case $d in iops150 | none) ;; *) die "BENCH_KERNEL=host: disk model $d; the host models iops150 and none only" ;; esac
+	done
+	[[ " $DISK " != *" iops150 "* ]] || [ -w $BLKIO_V1/blkio.throttle.read_iops_device ] ||
+		die "BENCH_KERNEL=host: no cgroup v1 blk-throttle at $BLKIO_V1 for the iops150 model"
+	! mountpoint -q /bench || die "BENCH_KERNEL=host: /bench is mounted (an earlier run's? umount -R /bench)"
+	[ "$WAITS" = 0 ] || echo "bench: BENCH_KERNEL=host: no wait attribution (waits.stp is built for the series' kernel)"
+	WAITS=0
+	[ $daemon = 1 ] || EXEC_BENCH=0 ;;
+*) die "BENCH_KERNEL=$BENCH_KERNEL: patched, stock-6.12, stock-7.3 or host" ;;
 esac
 case $WAITS in
 0) ;;
@@ -152,11 +174,45 @@ blockstats() {
 	local g= h= g_ios g_merges g_bytes h_ops h_merged h_bytes
 	read -r g_ios g_merges g_bytes <"$OUTDIR/$1/results/guest-blockstats" 2>/dev/null ||
 		g="no guest count"
-	read -r h_ops h_merged h_bytes <"$OUTDIR/$1/host-blockstats" 2>/dev/null &&
-		[[ $h_ops =~ ^[0-9]+$ ]] || h="no host count ($(head -c 200 "$OUTDIR/$1/host-blockstats" 2>/dev/null))"
+	if [ "$BENCH_KERNEL" = host ]; then
+		h="none (no QEMU: BENCH_KERNEL=host)"
+	elif ! { read -r h_ops h_merged h_bytes <"$OUTDIR/$1/host-blockstats"; } 2>/dev/null ||
+		! [[ $h_ops =~ ^[0-9]+$ ]]; then
+		h="no host count ($(head -c 200 "$OUTDIR/$1/host-blockstats" 2>/dev/null))"
+	fi
 	echo "bench: disk $1, reads over the boot:" \
 		"guest ${g:-$g_ios requests ($g_merges merged before issue), $g_bytes bytes};" \
 		"host (QMP) ${h:-$h_ops operations ($h_merged merged by QEMU), $h_bytes bytes}"
+}
+
+# host_job DISK JOB IMG: BENCH_KERNEL=host's boot: bench-job.sh run here,
+# IMG on a loop device as its bench disk, throttled for DISK; everything it
+# mounted and set undone after, whatever its status.  No QEMU, so no host
+# count of the disk's reads: host-synced is there before the job asks.
+host_job() {
+	local disk=$1 job=$2 img=$3 dev devno rc=0
+	dev=$(losetup -f --show --direct-io=on "$img") || die "losetup $img"
+	dev=${dev#/dev/}
+	devno=$(<"/sys/block/$dev/dev")
+	echo "BENCH_DEV=$dev" >>"$job/bench.conf"
+	if [ "$disk" = iops150 ]; then
+		echo "$devno 150" >$BLKIO_V1/blkio.throttle.read_iops_device &&
+			echo "$devno 150" >$BLKIO_V1/blkio.throttle.write_iops_device ||
+			{ losetup -d "/dev/$dev"; die "cannot throttle /dev/$dev ($devno)"; }
+	fi
+	mkdir -p "$OUTDIR/$disk/results"
+	: >"$OUTDIR/$disk/results/host-synced"
+	echo "host: $(uname -r), $(nproc) CPUs, bench disk /dev/$dev ($devno, direct I/O), $disk" \
+		>"$OUTDIR/$disk/host.txt"
+	(cd "$job" && RESULTS=$OUTDIR/$disk/results PATH=$job/bin:/usr/sbin:/usr/bin:/sbin:/bin \
+		bash ./bench-job.sh) >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
+	umount -R /bench 2>/dev/null || umount -R -l /bench 2>/dev/null || true
+	if [ "$disk" = iops150 ]; then
+		echo "$devno 0" >$BLKIO_V1/blkio.throttle.read_iops_device || true
+		echo "$devno 0" >$BLKIO_V1/blkio.throttle.write_iops_device || true
+	fi
+	losetup -d "/dev/$dev" || true
+	return $rc
 }
 
 t0=$EPOCHSECONDS
@@ -227,43 +283,54 @@ for disk in $DISK; do
 		[ -S "$sock" ] || die "nbdkit did not start"
 		drive2="file=nbd+unix:///?socket=$sock,format=raw,cache=unsafe,snapshot=off" ;;
 	esac
-	echo "bench: disk $disk: booting (job $job)"
-	(
-		while sleep 60; do
-			# The guest writes it in the job directory, shared over 9p.
-			read -r k n s 2>/dev/null <"$OUTDIR/vm-job/results/progress" || continue
-			((k > 0)) || { echo "bench: disk $disk: set-up done, $n runs to go"; continue; }
-			echo "bench: disk $disk: run $k of $n, $((s / 60)) min $((s % 60)) s;" \
-				"about $((s * (n - k) / k / 60)) min left in this boot;" \
-				"$(((EPOCHSECONDS - t0) / 60)) min since the start"
-		done
-	) &
-	progress_pid=$!
-	# The host's count of the same disk: QEMU's blockstats, read when the
-	# guest's job says it is done (bench-job.sh, host-sync).
-	qmp=$OUTDIR/$disk/qmp.sock
-	rm -f "$OUTDIR/vm-job/results/host-sync" "$OUTDIR/vm-job/results/host-synced"
-	(
-		while sleep 0.2; do
-			[ -e "$OUTDIR/vm-job/results/host-sync" ] || continue
-			"$HERE/qmp-blockstats.py" "$qmp" drive2 >"$OUTDIR/$disk/host-blockstats" 2>&1 || true
-			: >"$OUTDIR/vm-job/results/host-synced"
-			break
-		done
-	) &
-	qmp_pid=$!
-	rc=0
-	env "${kernel_env[@]}" \
-	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_DRIVE2_DEVICE=$device2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
-	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
-		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
-	kill "$progress_pid" "$qmp_pid" 2>/dev/null || true
-	[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
-	# KEEP_DISK=1: the bench disk kept as OUTDIR/disk-DISK.img, for the
-	# learned trees to be read on the host (pbitmap show) after the boot
-	if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
-	tail -n 3 "$OUTDIR/$disk/vm.out"
-	((rc == 0)) || die "disk $disk: the guest job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/results/output" 2>/dev/null)"
+	if [ "$BENCH_KERNEL" = host ]; then
+		# pbitmap itself on PATH, as the guest image has it installed
+		mkdir -p "$job/bin" && cp "$TOP/build/pbitmap" "$job/bin/"
+		echo "bench: disk $disk: on this host's kernel, $(uname -r) (job $job)"
+		rc=0
+		host_job "$disk" "$job" "$disk_img" || rc=$?
+		if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
+		tail -n 3 "$OUTDIR/$disk/vm.out"
+		((rc == 0)) || die "disk $disk: the host job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/vm.out")"
+	else
+		echo "bench: disk $disk: booting (job $job)"
+		(
+			while sleep 60; do
+				# The guest writes it in the job directory, shared over 9p.
+				read -r k n s 2>/dev/null <"$OUTDIR/vm-job/results/progress" || continue
+				((k > 0)) || { echo "bench: disk $disk: set-up done, $n runs to go"; continue; }
+				echo "bench: disk $disk: run $k of $n, $((s / 60)) min $((s % 60)) s;" \
+					"about $((s * (n - k) / k / 60)) min left in this boot;" \
+					"$(((EPOCHSECONDS - t0) / 60)) min since the start"
+			done
+		) &
+		progress_pid=$!
+		# The host's count of the same disk: QEMU's blockstats, read when the
+		# guest's job says it is done (bench-job.sh, host-sync).
+		qmp=$OUTDIR/$disk/qmp.sock
+		rm -f "$OUTDIR/vm-job/results/host-sync" "$OUTDIR/vm-job/results/host-synced"
+		(
+			while sleep 0.2; do
+				[ -e "$OUTDIR/vm-job/results/host-sync" ] || continue
+				"$HERE/qmp-blockstats.py" "$qmp" drive2 >"$OUTDIR/$disk/host-blockstats" 2>&1 || true
+				: >"$OUTDIR/vm-job/results/host-synced"
+				break
+			done
+		) &
+		qmp_pid=$!
+		rc=0
+		env "${kernel_env[@]}" \
+		IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_DRIVE2_DEVICE=$device2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
+		VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
+			"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
+		kill "$progress_pid" "$qmp_pid" 2>/dev/null || true
+		[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
+		# KEEP_DISK=1: the bench disk kept as OUTDIR/disk-DISK.img, for the
+		# learned trees to be read on the host (pbitmap show) after the boot
+		if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
+		tail -n 3 "$OUTDIR/$disk/vm.out"
+		((rc == 0)) || die "disk $disk: the guest job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/results/output" 2>/dev/null)"
+	fi
 	csv=$OUTDIR/$disk/results/bench.csv
 	[ -f "$csv" ] || die "disk $disk: no bench.csv"
 	blockstats "$disk" | tee -a "$OUTDIR/blockstats.txt"

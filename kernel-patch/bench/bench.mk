@@ -11,7 +11,8 @@
 #                      timed runs, waits.csv) BENCH_KERNEL= (patched;
 #                      stock-6.12, stock-7.3: Debian's kernels as they ship,
 #                      the conditions that need nothing of the series, such
-#                      as off and daemon)
+#                      as off and daemon; host: the same conditions on this
+#                      machine's own kernel and CPU, no guest)
 #   make bench-report  the tables and plots again, from the CSV alone
 #   make check-bench   unit tests of stats.py, floor.py, packlookup, report.py,
 #                      power.py, rq-by-task.py
