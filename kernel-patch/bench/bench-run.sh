@@ -204,8 +204,16 @@ host_job() {
 	: >"$OUTDIR/$disk/results/host-synced"
 	echo "host: $(uname -r), $(nproc) CPUs, bench disk /dev/$dev ($devno, direct I/O), $disk" \
 		>"$OUTDIR/$disk/host.txt"
+	# a loop device's counters live as long as the device node: the job's
+	# count of the disk over its "boot" is made relative to its start
+	local ios0 merges0 sectors0 ios merges bytes
+	read -r ios0 merges0 sectors0 _ <"/sys/block/$dev/stat"
 	(cd "$job" && RESULTS=$OUTDIR/$disk/results PATH=$job/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		bash ./bench-job.sh) >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
+	if read -r ios merges bytes <"$OUTDIR/$disk/results/guest-blockstats" 2>/dev/null; then
+		echo "$((ios - ios0)) $((merges - merges0)) $((bytes - sectors0 * 512))" \
+			>"$OUTDIR/$disk/results/guest-blockstats"
+	fi
 	umount -R /bench 2>/dev/null || umount -R -l /bench 2>/dev/null || true
 	if [ "$disk" = iops150 ]; then
 		echo "$devno 0" >$BLKIO_V1/blkio.throttle.read_iops_device || true
