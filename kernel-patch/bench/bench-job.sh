@@ -243,13 +243,14 @@ io_opt=$(<"/sys/block/$DEV/queue/optimal_io_size")
 [ -w $FAULT_AROUND ] || die "no $FAULT_AROUND"
 # A kernel whose debugfs refuses fault_around_bytes (kernel lockdown: the
 # host of BENCH_KERNEL=host, a BENCH_DEV run only): fault-around stays as it
-# is, nora cannot run, and the ground truth is in fault-around granules.
+# is and nora cannot run.  The ground truth is exact all the same: with
+# readahead off, fault-around only maps pages already cached (ground_truth.py).
 fa_ok=1
 fault_around0=$(cat $FAULT_AROUND 2>/dev/null) || fa_ok=0
 if [ $fa_ok = 0 ]; then
 	[ -n "${BENCH_DEV-}" ] || die "$FAULT_AROUND cannot be read"
 	! has_condition nora || die "condition nora: $FAULT_AROUND cannot be read or set on $(uname -r)"
-	log "$FAULT_AROUND refused: fault-around left at the kernel's, the ground truth in its granules"
+	log "$FAULT_AROUND refused: fault-around left at the kernel's setting, no nora"
 fi
 # SSD_READ_AHEAD_KB (bench-run.sh): the disk as an SSD, non-rotational with
 # that window; rotational first (its limits' update never lowers the window)
@@ -757,7 +758,7 @@ done
 	echo "disk model: $DISK; device $DEV, max request $(<"/sys/block/$DEV/queue/max_sectors_kb") KiB, read_ahead_kb $ra0," \
 		"optimal_io_size $io_opt, rotational $(<"/sys/block/$DEV/queue/rotational")"
 	echo "kernel: $(uname -r); harness pinned: $pinned"
-	[ $fa_ok = 1 ] || echo "fault_around_bytes: refused by the kernel (debugfs), left at its value; the ground truth in its granules"
+	[ $fa_ok = 1 ] || echo "fault_around_bytes: refused by the kernel (debugfs), left at its setting"
 	for w in "${workloads[@]}"; do
 		echo "$w: ${desc[$w]}: $(wc -l <"$w.paths") files stamped; floor ${floor[$w,A]} requests (physical ${pfloor[$w,A]})"
 	done
