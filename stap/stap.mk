@@ -66,7 +66,15 @@ STAP_DEFS = -DMAXMAPENTRIES=16384 -DSTP_NO_OVERLOAD \
 # enforces IBT would then refuse to call.
 STAP_KBUILD = -B 'KCFLAGS=-Wno-extra -Wno-missing-prototypes -Wno-missing-declarations -Wno-enum-conversion -Wno-restrict' \
 	      -B 'ccflags-remove-y=$$(if $$(findstring tracequery,$$(obj)),-Werror)'
-STAP_CMD = SYSTEMTAP_DIR=$(abspath $(STAP_BUILD)/cache) stap -r $(abspath $(KOUT)) \
+# systemtap reads the build host's /sys/kernel/security/lockdown and, on a
+# machine in lockdown (Secure Boot), will only build modules it can sign
+# with an enrolled machine owner key: "Failed to get list of machine owner
+# keys (MOK)".  These modules load in the test bed's guests, whose kernels
+# are not locked down, so on such a host stap runs in a mount namespace of
+# its own without securityfs (a private umount; the host keeps its mount).
+STAP_HOST_LOCKED := $(shell grep -s -v -F '[none]' /sys/kernel/security/lockdown)
+STAP_UNLOCKED = $(if $(STAP_HOST_LOCKED),unshare -m sh -c 'umount -l /sys/kernel/security; exec "$$@"' stap-build)
+STAP_CMD = SYSTEMTAP_DIR=$(abspath $(STAP_BUILD)/cache) $(STAP_UNLOCKED) stap -r $(abspath $(KOUT)) \
 	   -R $(abspath $(STAP_RUNTIME)) $(STAP_DEFS) $(STAP_KBUILD)
 
 .PHONY: stap stap-run stap-check stap-demo
