@@ -202,8 +202,6 @@ host_job() {
 	fi
 	mkdir -p "$OUTDIR/$disk/results"
 	: >"$OUTDIR/$disk/results/host-synced"
-	echo "host: $(uname -r), $(nproc) CPUs, bench disk /dev/$dev ($devno, direct I/O), $disk" \
-		>"$OUTDIR/$disk/host.txt"
 	# a loop device's counters live as long as the device node: the job's
 	# count of the disk over its "boot" is made relative to its start
 	local ios0 merges0 sectors0 ios merges bytes
@@ -220,6 +218,43 @@ host_job() {
 		echo "$devno 0" >$BLKIO_V1/blkio.throttle.write_iops_device || true
 	fi
 	losetup -d "/dev/$dev" || true
+	return $rc
+}
+
+# guest_job DISK JOB: a guest boot running JOB's bench-job.sh, the bench disk
+# attached as drive2 (set for DISK by the caller), with a progress line a
+# minute and QEMU's count of the disk's reads taken when the job asks.
+guest_job() {
+	local disk=$1 job=$2 rc=0 progress_pid qmp qmp_pid
+	(
+		while sleep 60; do
+			# The guest writes it in the job directory, shared over 9p.
+			read -r k n s 2>/dev/null <"$OUTDIR/vm-job/results/progress" || continue
+			((k > 0)) || { echo "bench: disk $disk: set-up done, $n runs to go"; continue; }
+			echo "bench: disk $disk: run $k of $n, $((s / 60)) min $((s % 60)) s;" \
+				"about $((s * (n - k) / k / 60)) min left in this boot;" \
+				"$(((EPOCHSECONDS - t0) / 60)) min since the start"
+		done
+	) &
+	progress_pid=$!
+	# The host's count of the same disk: QEMU's blockstats, read when the
+	# guest's job says it is done (bench-job.sh, host-sync).
+	qmp=$OUTDIR/$disk/qmp.sock
+	rm -f "$OUTDIR/vm-job/results/host-sync" "$OUTDIR/vm-job/results/host-synced"
+	(
+		while sleep 0.2; do
+			[ -e "$OUTDIR/vm-job/results/host-sync" ] || continue
+			"$HERE/qmp-blockstats.py" "$qmp" drive2 >"$OUTDIR/$disk/host-blockstats" 2>&1 || true
+			: >"$OUTDIR/vm-job/results/host-synced"
+			break
+		done
+	) &
+	qmp_pid=$!
+	env "${kernel_env[@]}" \
+	IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_DRIVE2_DEVICE=$device2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
+	VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
+		"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
+	kill "$progress_pid" "$qmp_pid" 2>/dev/null || true
 	return $rc
 }
 
@@ -291,54 +326,24 @@ for disk in $DISK; do
 		[ -S "$sock" ] || die "nbdkit did not start"
 		drive2="file=nbd+unix:///?socket=$sock,format=raw,cache=unsafe,snapshot=off" ;;
 	esac
+	rc=0
 	if [ "$BENCH_KERNEL" = host ]; then
 		# pbitmap itself on PATH, as the guest image has it installed
 		mkdir -p "$job/bin" && cp "$TOP/build/pbitmap" "$job/bin/"
 		echo "bench: disk $disk: on this host's kernel, $(uname -r) (job $job)"
-		rc=0
 		host_job "$disk" "$job" "$disk_img" || rc=$?
-		if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
-		tail -n 3 "$OUTDIR/$disk/vm.out"
-		((rc == 0)) || die "disk $disk: the host job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/vm.out")"
+		where=host log=$OUTDIR/$disk/vm.out
 	else
 		echo "bench: disk $disk: booting (job $job)"
-		(
-			while sleep 60; do
-				# The guest writes it in the job directory, shared over 9p.
-				read -r k n s 2>/dev/null <"$OUTDIR/vm-job/results/progress" || continue
-				((k > 0)) || { echo "bench: disk $disk: set-up done, $n runs to go"; continue; }
-				echo "bench: disk $disk: run $k of $n, $((s / 60)) min $((s % 60)) s;" \
-					"about $((s * (n - k) / k / 60)) min left in this boot;" \
-					"$(((EPOCHSECONDS - t0) / 60)) min since the start"
-			done
-		) &
-		progress_pid=$!
-		# The host's count of the same disk: QEMU's blockstats, read when the
-		# guest's job says it is done (bench-job.sh, host-sync).
-		qmp=$OUTDIR/$disk/qmp.sock
-		rm -f "$OUTDIR/vm-job/results/host-sync" "$OUTDIR/vm-job/results/host-synced"
-		(
-			while sleep 0.2; do
-				[ -e "$OUTDIR/vm-job/results/host-sync" ] || continue
-				"$HERE/qmp-blockstats.py" "$qmp" drive2 >"$OUTDIR/$disk/host-blockstats" 2>&1 || true
-				: >"$OUTDIR/vm-job/results/host-synced"
-				break
-			done
-		) &
-		qmp_pid=$!
-		rc=0
-		env "${kernel_env[@]}" \
-		IMAGE=$IMAGE IOPS=0 VM_DRIVE2=$drive2 VM_DRIVE2_DEVICE=$device2 VM_QMP=$qmp VM_TIMEOUT=$((est_s * 3 + 1800 + exec_bench * 900)) \
-		VM_JOBDIR=$OUTDIR/vm-job VM_RESULTS=$OUTDIR/$disk/results VM_CONSOLE=$OUTDIR/$disk/console.log \
-			"$TOP/kernel-patch/scripts/vm" --job "$job/bench-job.sh" "$job"/* >"$OUTDIR/$disk/vm.out" 2>&1 || rc=$?
-		kill "$progress_pid" "$qmp_pid" 2>/dev/null || true
-		[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
-		# KEEP_DISK=1: the bench disk kept as OUTDIR/disk-DISK.img, for the
-		# learned trees to be read on the host (pbitmap show) after the boot
-		if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
-		tail -n 3 "$OUTDIR/$disk/vm.out"
-		((rc == 0)) || die "disk $disk: the guest job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$OUTDIR/$disk/results/output" 2>/dev/null)"
+		guest_job "$disk" "$job" || rc=$?
+		where=guest log=$OUTDIR/$disk/results/output
 	fi
+	[ -z "$nbd_pid" ] || kill "$nbd_pid" 2>/dev/null || true
+	# KEEP_DISK=1: the bench disk kept as OUTDIR/disk-DISK.img, for the
+	# learned trees to be read on the host (pbitmap show) after the boot
+	if [ "${KEEP_DISK:-0}" = 1 ]; then mv "$disk_img" "$OUTDIR/disk-$disk.img"; else rm -f "$disk_img"; fi
+	tail -n 3 "$OUTDIR/$disk/vm.out"
+	((rc == 0)) || die "disk $disk: the $where job failed (status $rc): $(cat "$OUTDIR/$disk/results/error" 2>/dev/null || tail -n 20 "$log" 2>/dev/null)"
 	csv=$OUTDIR/$disk/results/bench.csv
 	[ -f "$csv" ] || die "disk $disk: no bench.csv"
 	blockstats "$disk" | tee -a "$OUTDIR/blockstats.txt"
