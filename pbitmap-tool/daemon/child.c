@@ -286,8 +286,7 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
  * read requests with the daemon reading its executable against 80.5
  * without the daemon, and 93.5 (against 87) when it left the executable
  * to the kernel, in 0.57 s against 0.67
- * (docs/bench/2026-12-01-daemon-fsid-program.md).  Its libraries are
- * still read: ld.so has not opened them yet.  A held exec
+ * (docs/bench/2026-12-01-daemon-fsid-program.md).  A held exec
  * (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its reads are
  * submitted: its program is read.
  */
@@ -295,6 +294,30 @@ static bool program_to_kernel(dev_t dev)
 {
 	if (pbd.cfg.read_program != PBD_PROGRAM_AUTO)
 		return pbd.cfg.read_program == PBD_PROGRAM_NO;
+	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
+}
+
+/*
+ * Whether, without a plan, to leave the libraries' pages to the kernel
+ * as well: PBITMAP_DAEMON_READ_LIBRARIES, by default by the rule above,
+ * on the program's device (a library elsewhere follows it).  ld.so has
+ * not opened them when the exec is heard of, but the child reaches each
+ * only after reading its headers and record, as ld.so reads the same
+ * headers: on a wide window its faults already read in large requests,
+ * and the per-file ranges went out beside them.  Measured with per-file
+ * bitmaps of exactly the pages start-up touches, 6 to 8 runs: gdb 355
+ * read requests against 293 without the daemon on Debian's 7.3 (+0.27 s),
+ * python3 88 against 75; on a native 6.18 with a 2.5 MiB window, gdb
+ * +0.22 s and emacs +0.11 s (p 0.0003 and 0.025), python3 the same
+ * (docs/bench/2026-12-04-libraries-to-kernel.md).  Reading each
+ * library's pages before its headers made it worse, not better (gdb
+ * +0.70 s on 7.3, +0.45 s natively).  A plan is read either way: it
+ * names its files, and its batch goes out before ld.so needs them.
+ */
+static bool libraries_to_kernel(dev_t dev)
+{
+	if (pbd.cfg.read_libraries != PBD_PROGRAM_AUTO)
+		return pbd.cfg.read_libraries == PBD_PROGRAM_NO;
 	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
 }
 
@@ -388,6 +411,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		r.meta = meta_read(exe_fd, &st, r.p.gap, r.p.budget, &r.meta_bytes);
 		r.p.budget = r.p.budget > r.meta_bytes ? r.p.budget - r.meta_bytes : 1;
 		r.p.exe_to_kernel = program_to_kernel(st.st_dev);
+		r.p.libs_to_kernel = libraries_to_kernel(st.st_dev);
 		ret = exe_record(exe_fd, &st, r.gone, &rec, &r.p);
 	}
 	if (!ret) {	/* for the parent: whose runs of it may be learned */
@@ -422,7 +446,8 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 			" extents, %" PRIu64 " bytes", (int)pid,
 			ret ? "not read ahead" : script ? "a script: its own pages" :
 			r.gone ? "gone; its own pages only" :
-			r.p.plan ? "plan" : "per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
+			r.p.plan ? "plan" : r.p.libs_to_kernel ? "libraries left to the kernel" :
+			"per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
 	r.result = ret;
 	child_report(report_fd, &r);
 }

@@ -61,6 +61,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_LEARN_FAULT_AROUND] = "PBITMAP_DAEMON_LEARN_FAULT_AROUND",
 	[PBD_SET_HOLD_EXEC] = "PBITMAP_DAEMON_HOLD_EXEC_MS",
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
+	[PBD_SET_READ_LIBRARIES] = "PBITMAP_DAEMON_READ_LIBRARIES",
 	[PBD_SET_METADATA] = "PBITMAP_DAEMON_METADATA",
 	[PBD_SET_CHILD_CPU] = "PBITMAP_DAEMON_CHILD_CPU_S",
 };
@@ -169,6 +170,11 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		if (config_word(path, line, key, val, read_program_names, &v))
 			return PB_FAIL;
 		pbd.cfg.read_program = (int)v;
+		break;
+	case PBD_SET_READ_LIBRARIES:
+		if (config_word(path, line, key, val, read_program_names, &v))
+			return PB_FAIL;
+		pbd.cfg.read_libraries = (int)v;
 		break;
 	case PBD_SET_CHILD_CPU:	/* more than the alarm would never be reached */
 		if (config_number(path, line, key, val, CHILD_SECONDS, &pbd.cfg.child_cpu_s))
@@ -417,6 +423,9 @@ int config_print(void)
 			break;
 		case PBD_SET_READ_PROGRAM:
 			snprintf(val, sizeof(val), "%s", read_program_names[c->read_program]);
+			break;
+		case PBD_SET_READ_LIBRARIES:
+			snprintf(val, sizeof(val), "%s", read_program_names[c->read_libraries]);
 			break;
 		case PBD_SET_METADATA:
 			snprintf(val, sizeof(val), "%s", c->metadata_auto ? "auto" : c->metadata ? "yes" : "no");

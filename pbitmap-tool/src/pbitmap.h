@@ -848,6 +848,8 @@ struct pb_exec_prefetch {
 				 * (pb_exec_plan_entry()), -1: none */
 	bool exe_to_kernel;	/* the executable's pages left to the kernel's
 				 * read-ahead: its plan skips @exe_entry's runs */
+	bool libs_to_kernel;	/* without a plan, the libraries' pages too:
+				 * pb_exec_rest() reads nothing */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */

@@ -1,11 +1,12 @@
 #!/bin/bash
-# t-daemon-program: PBITMAP_DAEMON_READ_PROGRAM=auto, the default.  A
-# stamped program's own pages are left to the kernel where its device's
-# read-ahead window is at least the device's largest request (its faults
-# read the file in requests as large as the daemon's, and a second reader
-# beside them splits both), and read where the window is narrower; the
-# other files of its plan are read either way.  The daemon (ASan/UBSan)
-# under strace, its posix_fadvise() calls seen.
+# t-daemon-program: PBITMAP_DAEMON_READ_PROGRAM=auto and
+# PBITMAP_DAEMON_READ_LIBRARIES=auto, the defaults.  A stamped program's own
+# pages are left to the kernel where its device's read-ahead window is at
+# least the device's largest request (its faults read the file in requests
+# as large as the daemon's, and a second reader beside them splits both),
+# and read where the window is narrower; so are its libraries' when it has
+# no plan; the other files of its plan are read either way.  The daemon
+# (ASan/UBSan) under strace, its posix_fadvise() calls seen.
 #
 # Two loop-mounted ext4 images: narrow (read_ahead_kb half of
 # max_sectors_kb, as 6.12 has it) and wide (read_ahead_kb twice
@@ -14,11 +15,15 @@
 #   - wide/prog, the same: not read;
 #   - wide/planned, planned as itself (its entry given its identity, as
 #     learned plans are) and B: B read, planned not;
-#   - program_to_kernel counts the two; the log names the wide device.
+#   - narrow/uses and wide/uses, built here, each linked (DT_RUNPATH) to
+#     a stamped libpbtest.so beside it, pages 0-1 of both marked: narrow's
+#     program and library read, wide's neither;
+#   - program_to_kernel counts the three wide ones, libraries_to_kernel
+#     the two without a plan; the log names the wide device.
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
-need mkfs.ext4 mount findmnt truncate strace
+need mkfs.ext4 mount findmnt truncate strace gcc
 [[ $(id -u) == 0 ]] || fail "must run as root: loop mounts, and pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
@@ -36,6 +41,16 @@ for fs in narrow wide; do
 	cp /bin/sleep $fs/prog && "$PBITMAP" add -q $fs/prog && "$PBITMAP" set -q --pages 0-1 $fs/prog ||
 		fail "cannot stamp $fs/prog"
 done
+printf 'int pbtest(void) { return 0; }\n' >lib.c
+printf '#include <unistd.h>\nint pbtest(void);\nint main(void) { sleep(2); return pbtest(); }\n' >uses.c
+for fs in narrow wide; do
+	gcc -shared -fPIC -o $fs/libpbtest.so lib.c &&
+		gcc -o $fs/uses uses.c -L$fs -lpbtest -Wl,--enable-new-dtags,-rpath,"$d/$fs" ||
+		fail "cannot build $fs/uses and $fs/libpbtest.so"
+	for f in uses libpbtest.so; do
+		"$PBITMAP" add -q $fs/$f && "$PBITMAP" set -q --pages 0-1 $fs/$f || fail "cannot stamp $fs/$f"
+	done
+done
 head -c 10000 /dev/urandom >wide/B && cp /bin/sleep wide/planned &&
 	"$PBITMAP" add -q --plan-size 4K wide/planned && "$PBITMAP" set -q --pages 0-1 wide/planned &&
 	"$PBITMAP" plan wide/planned wide/planned wide/B &&
@@ -49,7 +64,7 @@ if grep -q "^pbitmapd: $d/narrow: watching execs (.*; the kernel's window is as 
 	fail "the log says narrow's window is as wide as its requests: $(cat daemon.log)"
 fi
 
-progs=(narrow/prog wide/prog wide/planned)
+progs=(narrow/prog wide/prog wide/planned narrow/uses wide/uses)
 pids=()
 for p in "${progs[@]}"; do ./$p 2 & pids+=($!); done	# running while the daemon takes them
 for pid in "${pids[@]}"; do wait "$pid" || fail "a program did not run under the daemon"; done
@@ -75,6 +90,13 @@ reads() { cat trace.* | sed -n "s|^fadvise64([0-9]*<$d/$1>, \([0-9]*\), \([0-9]*
 [[ $(reads wide/B) == "0 12288" ]] || fail "wide/B: want it read whole (0 12288), read: '$(reads wide/B)'"
 pass "a program's own pages read where the window is narrower than a request, left to the kernel" \
 	"where it is as wide, with or without a plan; the plan's other files read"
-[[ $(awk '$1 == "program_to_kernel" { print $2 }' status) == 2 ]] ||
-	fail "program_to_kernel: want 2, got: $(tr '\n' ' ' <status)"
-pass "program_to_kernel counts the two"
+for f in uses libpbtest.so; do
+	[[ $(reads narrow/$f) == "0 8192" ]] ||
+		fail "narrow/$f: want its pages 0-1 read (0 8192), read: '$(reads narrow/$f)'"
+	[[ -z $(reads wide/$f) ]] || fail "wide/$f: want nothing read, read: '$(reads wide/$f)'"
+done
+pass "without a plan, a library's pages read where the window is narrower, left to the kernel where it is as wide"
+counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
+[[ $(counter program_to_kernel) == 3 && $(counter libraries_to_kernel) == 2 ]] ||
+	fail "program_to_kernel, libraries_to_kernel: want 3 and 2, got: $(tr '\n' ' ' <status)"
+pass "program_to_kernel counts the three, libraries_to_kernel the two without a plan"
