@@ -300,16 +300,19 @@ static bool program_to_kernel(dev_t dev)
 /*
  * Whether, without a plan, to leave the libraries' pages to the kernel
  * as well: PBITMAP_DAEMON_READ_LIBRARIES, by default by the rule above,
- * on the program's device (a library elsewhere follows it).  ld.so has
+ * on the program's device (a library elsewhere is judged by it: the
+ * child decides before it knows the libraries, and reads nothing to
+ * find them when it leaves them).  ld.so has
  * not opened them when the exec is heard of, but the child reaches each
  * only after reading its headers and record, as ld.so reads the same
  * headers: on a wide window its faults already read in large requests,
  * and the per-file ranges went out beside them.  Measured with per-file
  * bitmaps of exactly the pages start-up touches, 6 to 8 runs: gdb 355
- * read requests against 293 without the daemon on Debian's 7.3 (+0.27 s),
- * python3 88 against 75; on a native 6.18 with a 2.5 MiB window, gdb
- * +0.22 s and emacs +0.11 s (p 0.0003 and 0.025), python3 the same
- * (docs/bench/2026-12-04-libraries-to-kernel.md).  Reading each
+ * read requests against 293 without the daemon on Debian's 7.3 (+0.27 s,
+ * not shown under TCG: p 0.13), python3 88 against 75; on a native 6.18
+ * with a 2.5 MiB window, gdb +0.22 s and emacs +0.11 s (p 0.0003 and
+ * 0.025), python3 level (docs/bench/2026-12-04-host-native.md,
+ * 2026-12-04-libraries-to-kernel.md).  Reading each
  * library's pages before its headers made it worse, not better (gdb
  * +0.70 s on 7.3, +0.45 s natively).  A plan is read either way: it
  * names its files, and its batch goes out before ld.so needs them.
@@ -377,11 +380,12 @@ static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd,
 /*
  * One stamped exec: the task taken (before any read, while it runs), its
  * metadata list read (meta.c; as root, before the task's identity is
- * taken), the program's own pages read (they are needed first), then, in its root
- * and as its user, its plan or its libraries.  The pages left to a plan
- * (exe_record()) that then is not followed, or does not read them all,
- * are read after it, as the kernel reads them.  A held exec (hold.c) goes
- * on when this child has exited: all it reads is submitted by then.
+ * taken), the program's own pages read (they are needed first), then, in
+ * its root and as its user, its plan or its libraries (or neither:
+ * libraries_to_kernel()).  The pages left to a plan (exe_record()) that
+ * then is not followed, or does not read them all, are read after it, as
+ * the kernel reads them.  A held exec (hold.c) goes on when this child has
+ * exited: all it reads is submitted by then.
  * @meta_only: the list only (meta_only_child()).
  */
 void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
@@ -423,7 +427,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		/*
 		 * A marker, and a record the kernel would refuse (a crafted
 		 * plan, say): no pages of its own, as in the kernel, but the
-		 * libraries' still.
+		 * libraries' still (unless left to the kernel: no plan here).
 		 */
 		ret = 0;
 	} else if (ret == PB_NONE) {	/* a script: its own pages, nothing more */

@@ -7,7 +7,9 @@
  * local filesystems for execs (fanotify, FAN_OPEN_EXEC) and, for a stamped
  * program, starts the reads an exec on the patched kernel would start: the
  * program's plan, or its own marked pages and those of the libraries ld.so
- * is about to map (prefetch.c, as `pbitmap run` finds them).
+ * is about to map (prefetch.c, as `pbitmap run` finds them), each left to
+ * the kernel's read-ahead where its window is as wide as a request
+ * (child.c).
  *
  * Why these mechanisms:
  *   - Notification events, not permission events: the exec never waits for
@@ -498,8 +500,7 @@ static void add_report(const struct report *r)
 		pbd.n.plans += r->p.plan;
 		/* a script's and a refused record's pages: not the program's to leave */
 		pbd.n.program_to_kernel += r->has_record && r->p.exe_to_kernel;
-		pbd.n.libraries_to_kernel += r->has_record && r->p.libs_to_kernel &&
-					     !r->p.plan && !r->gone;
+		pbd.n.libraries_to_kernel += r->p.libs_left;
 	}
 	pbd.n.files += r->p.files;
 	pbd.n.extents += r->p.extents;

@@ -80,9 +80,8 @@ struct config {
 	enum { PBD_FA_KEEP, PBD_FA_WINDOWS, PBD_FA_OFF } learn_fault_around;
 	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
-	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program;
-	/* PBITMAP_DAEMON_READ_LIBRARIES, without a plan: the same three (PBD_PROGRAM_*) */
-	int read_libraries;
+	/* and PBITMAP_DAEMON_READ_LIBRARIES, for an exec without a plan */
+	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program, read_libraries;
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
 	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */

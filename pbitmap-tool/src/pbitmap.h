@@ -853,6 +853,7 @@ struct pb_exec_prefetch {
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */
+	bool libs_left;		/* no plan: the libraries left (@libs_to_kernel) */
 	uint64_t files, extents, bytes;
 	uint64_t skip_mismatch;	/* a plan's path led to another file */
 	uint64_t skip_fs;	/* a look-up would have left the local filesystems */
@@ -872,8 +873,8 @@ int pb_exec_plan_entry(const struct pb_record *r, int fd);
  * when refused; @st its fstat()), in the task's root with its credentials
  * (@exe: its path there): the plan in @r when it has one, else the
  * objects ld.so will map for it, ignoring the environment (the daemon's,
- * not the program's).  Returns 0, or PB_NONE when @exe no longer leads to
- * that file.
+ * not the program's), unless @p->libs_to_kernel.  Returns 0, or PB_NONE
+ * when @exe no longer leads to that file.
  */
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
 		 struct pb_exec_prefetch *p);

@@ -1254,8 +1254,14 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 		prefetch_plan(&v, p);
 		return 0;
 	}
-	if (p->libs_to_kernel)
+	if (p->libs_to_kernel) {	/* nothing to read: only whether @exe still names it */
+		struct stat now;
+
+		if (stat(exe, &now) || now.st_dev != st->st_dev || now.st_ino != st->st_ino)
+			return PB_NONE;
+		p->libs_left = true;
 		return 0;
+	}
 	/* secure: the environment here is the daemon's, not the program's */
 	if (load_object(&ls, exe, 0, NULL) != 0 || ls.objs[0].dev != st->st_dev ||
 	    ls.objs[0].ino != st->st_ino)
