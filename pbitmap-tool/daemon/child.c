@@ -275,52 +275,44 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
 }
 
 /*
- * Whether to leave the program's own pages (on device @dev) to the
- * kernel: PBITMAP_DAEMON_READ_PROGRAM, by default where the kernel's
- * read-ahead window there is at least the device's largest request.
- * The program is faulting its file by the time its exec is heard of,
- * and on such a device its faults read the file in requests as large as
- * ours (7.3 reads an executable's mapping from the fault to its end, up
- * to the window), so a second reader only splits them: on Debian's 7.3,
- * whose virtio disk has an 8 MiB window, python3's start-up made 129.5
- * read requests with the daemon reading its executable against 80.5
- * without the daemon, and 93.5 (against 87) when it left the executable
- * to the kernel, in 0.57 s against 0.67
- * (docs/bench/2026-12-01-daemon-fsid-program.md).  A held exec
- * (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its reads are
- * submitted: its program is read.
- */
-static bool program_to_kernel(dev_t dev)
-{
-	if (pbd.cfg.read_program != PBD_PROGRAM_AUTO)
-		return pbd.cfg.read_program == PBD_PROGRAM_NO;
-	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
-}
-
-/*
- * Whether, without a plan, to leave the libraries' pages to the kernel
- * as well: PBITMAP_DAEMON_READ_LIBRARIES, by default by the rule above,
- * on the program's device (a library elsewhere is judged by it: the
- * child decides before it knows the libraries, and reads nothing to
- * find them when it leaves them).  ld.so has
- * not opened them when the exec is heard of, but the child reaches each
- * only after reading its headers and record, as ld.so reads the same
- * headers: on a wide window its faults already read in large requests,
- * and the per-file ranges went out beside them.  Measured with per-file
+ * Whether to leave a program's pages (on device @dev) to the kernel, as
+ * @setting (PBITMAP_DAEMON_READ_PROGRAM or _READ_LIBRARIES) says: auto
+ * (the default) where the kernel's read-ahead window there is at least
+ * the device's largest request, unless the exec is held.
+ *
+ * The program itself is faulting its file by the time its exec is heard
+ * of, and on such a device its faults read the file in requests as large
+ * as ours (7.3 reads an executable's mapping from the fault to its end,
+ * up to the window), so a second reader only splits them: on Debian's
+ * 7.3, whose virtio disk has an 8 MiB window, python3's start-up made
+ * 129.5 read requests with the daemon reading its executable against
+ * 80.5 without the daemon, and 93.5 (against 87) when it left the
+ * executable to the kernel, in 0.57 s against 0.67
+ * (docs/bench/2026-12-01-daemon-fsid-program.md).
+ *
+ * Its libraries (read without a plan only: a plan names its files, and
+ * its batch goes out before ld.so needs them) are judged by the
+ * program's device: the child decides before it knows them, and reads
+ * nothing to find them when it leaves them.  ld.so has not opened them
+ * when the exec is heard of, but the child reaches each only after
+ * reading its headers and record, as ld.so reads the same headers, and
+ * its ranges went out beside the faults' large requests.  Measured with
  * bitmaps of exactly the pages start-up touches, 6 to 8 runs: gdb 355
  * read requests against 293 without the daemon on Debian's 7.3 (+0.27 s,
  * not shown under TCG: p 0.13), python3 88 against 75; on a native 6.18
  * with a 2.5 MiB window, gdb +0.22 s and emacs +0.11 s (p 0.0003 and
  * 0.025), python3 level (docs/bench/2026-12-04-host-native.md,
- * 2026-12-04-libraries-to-kernel.md).  Reading each
- * library's pages before its headers made it worse, not better (gdb
- * +0.70 s on 7.3, +0.45 s natively).  A plan is read either way: it
- * names its files, and its batch goes out before ld.so needs them.
+ * 2026-12-04-libraries-to-kernel.md).  Reading each library's pages
+ * before its headers made it worse, not better (gdb +0.70 s on 7.3,
+ * +0.45 s natively).
+ *
+ * A held exec (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its
+ * reads are submitted: its program and libraries are read.
  */
-static bool libraries_to_kernel(dev_t dev)
+static bool leave_to_kernel(int setting, dev_t dev)
 {
-	if (pbd.cfg.read_libraries != PBD_PROGRAM_AUTO)
-		return pbd.cfg.read_libraries == PBD_PROGRAM_NO;
+	if (setting != PBD_PROGRAM_AUTO)
+		return setting == PBD_PROGRAM_NO;
 	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
 }
 
@@ -382,7 +374,7 @@ static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd,
  * metadata list read (meta.c; as root, before the task's identity is
  * taken), the program's own pages read (they are needed first), then, in
  * its root and as its user, its plan or its libraries (or neither:
- * libraries_to_kernel()).  The pages left to a plan (exe_record()) that
+ * leave_to_kernel()).  The pages left to a plan (exe_record()) that
  * then is not followed, or does not read them all, are read after it, as
  * the kernel reads them.  A held exec (hold.c) goes on when this child has
  * exited: all it reads is submitted by then.
@@ -414,8 +406,8 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		/* first: the start-up's look-ups come before its faults on most pages */
 		r.meta = meta_read(exe_fd, &st, r.p.gap, r.p.budget, &r.meta_bytes);
 		r.p.budget = r.p.budget > r.meta_bytes ? r.p.budget - r.meta_bytes : 1;
-		r.p.exe_to_kernel = program_to_kernel(st.st_dev);
-		r.p.libs_to_kernel = libraries_to_kernel(st.st_dev);
+		r.p.exe_to_kernel = leave_to_kernel(pbd.cfg.read_program, st.st_dev);
+		r.p.libs_to_kernel = leave_to_kernel(pbd.cfg.read_libraries, st.st_dev);
 		ret = exe_record(exe_fd, &st, r.gone, &rec, &r.p);
 	}
 	if (!ret) {	/* for the parent: whose runs of it may be learned */
@@ -450,7 +442,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 			" extents, %" PRIu64 " bytes", (int)pid,
 			ret ? "not read ahead" : script ? "a script: its own pages" :
 			r.gone ? "gone; its own pages only" :
-			r.p.plan ? "plan" : r.p.libs_to_kernel ? "libraries left to the kernel" :
+			r.p.plan ? "plan" : r.p.libs_left ? "libraries left to the kernel" :
 			"per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
 	r.result = ret;
 	child_report(report_fd, &r);
