@@ -873,8 +873,9 @@ int pb_exec_plan_entry(const struct pb_record *r, int fd);
  * when refused; @st its fstat()), in the task's root with its credentials
  * (@exe: its path there): the plan in @r when it has one, else the
  * objects ld.so will map for it, ignoring the environment (the daemon's,
- * not the program's), unless @p->libs_to_kernel.  Returns 0, or PB_NONE
- * when @exe no longer leads to that file.
+ * not the program's), unless @p->libs_to_kernel (then nothing is read or
+ * looked up, @exe included).  Returns 0, or PB_NONE when @exe no longer
+ * leads to that file (not checked when nothing is read).
  */
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
 		 struct pb_exec_prefetch *p);

@@ -1254,17 +1254,7 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 		prefetch_plan(&v, p);
 		return 0;
 	}
-	if (p->libs_to_kernel) {	/* nothing to read: only whether @exe still names it */
-		/* looked up as load_object() would: confined, so no FUSE or NFS */
-		int fd = pb_path_open(exe, O_PATH | O_CLOEXEC, 0);
-		struct stat now;
-		bool same = fd >= 0 && !fstat(fd, &now) && now.st_dev == st->st_dev &&
-			    now.st_ino == st->st_ino;
-
-		if (fd >= 0)
-			close(fd);
-		if (!same)
-			return PB_NONE;
+	if (p->libs_to_kernel) {	/* nothing to read, so no name looked up */
 		p->libs_left = true;
 		return 0;
 	}
