@@ -14,6 +14,7 @@ PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
 
 DAEMON_JOB= DPID=
 daemon_start() {
+	rm -f status	# a stopped daemon's: the wait below is for this one's
 	if (($# > 1)); then
 		# LeakSanitizer does not work under ptrace: the leak check is t-daemon's.
 		ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0 \
