@@ -276,7 +276,8 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
 
 /*
  * Whether to leave a program's pages (on device @dev) to the kernel, as
- * @setting (PBITMAP_DAEMON_READ_PROGRAM or _READ_LIBRARIES) says: auto
+ * @setting (PBITMAP_DAEMON_READ_PROGRAM, _READ_LIBRARIES or _READ_PLAN)
+ * says: auto
  * (the default) where the kernel's read-ahead window there is at least
  * the device's largest request, unless the exec is held.
  *
@@ -305,6 +306,12 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
  * 2026-12-04-libraries-to-kernel.md).  Reading each library's pages
  * before its headers made it worse, not better (gdb +0.70 s on 7.3,
  * +0.45 s natively).
+ *
+ * A plan's files (_READ_PLAN) are read by default: a plan's batch goes
+ * out before ld.so needs its files, and on 7.3 leaving them made gdb's
+ * and emacs's start-ups slower (1.98 s against 1.55, 2.25 against 1.53;
+ * 272 and 360 requests against 203 and 237) and python3's no faster
+ * (docs/bench/2026-12-04-plan-left-to-the-kernel.md).
  *
  * A held exec (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its
  * reads are submitted: its program and libraries are read.
@@ -373,8 +380,8 @@ static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd,
  * One stamped exec: the task taken (before any read, while it runs), its
  * metadata list read (meta.c; as root, before the task's identity is
  * taken), the program's own pages read (they are needed first), then, in
- * its root and as its user, its plan or its libraries (or neither:
- * leave_to_kernel()).  The pages left to a plan (exe_record()) that
+ * its root and as its user, its plan's files or its libraries (or
+ * neither: leave_to_kernel()).  The pages left to a plan (exe_record()) that
  * then is not followed, or does not read them all, are read after it, as
  * the kernel reads them.  A held exec (hold.c) goes on when this child has
  * exited: all it reads is submitted by then.
@@ -408,6 +415,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		r.p.budget = r.p.budget > r.meta_bytes ? r.p.budget - r.meta_bytes : 1;
 		r.p.exe_to_kernel = leave_to_kernel(pbd.cfg.read_program, st.st_dev);
 		r.p.libs_to_kernel = leave_to_kernel(pbd.cfg.read_libraries, st.st_dev);
+		r.p.plan_to_kernel = leave_to_kernel(pbd.cfg.read_plan, st.st_dev);
 		ret = exe_record(exe_fd, &st, r.gone, &rec, &r.p);
 	}
 	if (!ret) {	/* for the parent: whose runs of it may be learned */
@@ -442,6 +450,7 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 			" extents, %" PRIu64 " bytes", (int)pid,
 			ret ? "not read ahead" : script ? "a script: its own pages" :
 			r.gone ? "gone; its own pages only" :
+			r.p.plan_left ? "plan left to the kernel" :
 			r.p.plan ? "plan" : r.p.libs_left ? "libraries left to the kernel" :
 			"per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
 	r.result = ret;

@@ -62,6 +62,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_HOLD_EXEC] = "PBITMAP_DAEMON_HOLD_EXEC_MS",
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
 	[PBD_SET_READ_LIBRARIES] = "PBITMAP_DAEMON_READ_LIBRARIES",
+	[PBD_SET_READ_PLAN] = "PBITMAP_DAEMON_READ_PLAN",
 	[PBD_SET_METADATA] = "PBITMAP_DAEMON_METADATA",
 	[PBD_SET_CHILD_CPU] = "PBITMAP_DAEMON_CHILD_CPU_S",
 };
@@ -176,6 +177,11 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		pbd.cfg.read_libraries = (int)v;
 		break;
+	case PBD_SET_READ_PLAN:
+		if (config_word(path, line, key, val, read_program_names, &v))
+			return PB_FAIL;
+		pbd.cfg.read_plan = (int)v;
+		break;
 	case PBD_SET_CHILD_CPU:	/* more than the alarm would never be reached */
 		if (config_number(path, line, key, val, CHILD_SECONDS, &pbd.cfg.child_cpu_s))
 			return PB_FAIL;
@@ -226,6 +232,7 @@ int config_load(const char *path)
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
 				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS,
+				 .read_plan = PBD_PROGRAM_YES,
 				 .metadata = true, .metadata_auto = true, .child_cpu_s = CHILD_CPU };
 	fp = fopen(path, "re");
 	if (!fp)
@@ -426,6 +433,9 @@ int config_print(void)
 			break;
 		case PBD_SET_READ_LIBRARIES:
 			snprintf(val, sizeof(val), "%s", read_program_names[c->read_libraries]);
+			break;
+		case PBD_SET_READ_PLAN:
+			snprintf(val, sizeof(val), "%s", read_program_names[c->read_plan]);
 			break;
 		case PBD_SET_METADATA:
 			snprintf(val, sizeof(val), "%s", c->metadata_auto ? "auto" : c->metadata ? "yes" : "no");

@@ -501,6 +501,7 @@ static void add_report(const struct report *r)
 		/* a script's and a refused record's pages: not the program's to leave */
 		pbd.n.program_to_kernel += r->has_record && r->p.exe_to_kernel;
 		pbd.n.libraries_to_kernel += r->p.libs_left;
+		pbd.n.plans_to_kernel += r->p.plan_left;
 	}
 	pbd.n.files += r->p.files;
 	pbd.n.extents += r->p.extents;
@@ -515,7 +516,7 @@ static void add_report(const struct report *r)
 static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(execs), COUNTER(unstamped), COUNTER(prefetched), COUNTER(plans),
 	COUNTER(opens), COUNTER(data_prefetched), COUNTER(data_after_exec), COUNTER(own_opens),
-	COUNTER(program_to_kernel), COUNTER(libraries_to_kernel),
+	COUNTER(program_to_kernel), COUNTER(libraries_to_kernel), COUNTER(plans_to_kernel),
 	COUNTER(files),
 	COUNTER(extents),
 	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),

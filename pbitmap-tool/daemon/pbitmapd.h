@@ -60,6 +60,7 @@ enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
 	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SET_READ_LIBRARIES,
+	PBD_SET_READ_PLAN,
 	PBD_SET_METADATA, PBD_SET_CHILD_CPU, PBD_SETTINGS
 };
 
@@ -80,8 +81,10 @@ struct config {
 	enum { PBD_FA_KEEP, PBD_FA_WINDOWS, PBD_FA_OFF } learn_fault_around;
 	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
-	/* and PBITMAP_DAEMON_READ_LIBRARIES, for an exec without a plan */
-	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program, read_libraries;
+	/* PBITMAP_DAEMON_READ_LIBRARIES, for an exec without a plan, and */
+	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan */
+	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program, read_libraries,
+		read_plan;
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
 	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */
@@ -96,6 +99,7 @@ struct counters {
 	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
 	uint64_t libraries_to_kernel;	/* execs without a plan whose libraries were */
+	uint64_t plans_to_kernel;	/* execs whose plan's files were */
 	uint64_t held, held_timeout;	/* hold.c */
 	/*
 	 * CPU in microseconds: the daemon's on exec and on open events, its

@@ -30,6 +30,7 @@ static const struct {
 	{ "own_opens", "of the opens, the daemon's own readers' and writers': none read ahead" },
 	{ "program_to_kernel", "stamped execs whose program's own pages were left to the kernel" },
 	{ "libraries_to_kernel", "execs without a plan whose libraries were left to the kernel" },
+	{ "plans_to_kernel", "execs whose plan's files were left to the kernel" },
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },

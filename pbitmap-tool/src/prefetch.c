@@ -1251,7 +1251,10 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 	elf_version(EV_CURRENT);
 	p->plan = exec_plan(r, &v);
 	if (p->plan) {
-		prefetch_plan(&v, p);
+		if (p->plan_to_kernel)
+			p->plan_left = true;	/* its look-ups too: the lists' blocks */
+		else
+			prefetch_plan(&v, p);
 		return 0;
 	}
 	if (p->libs_to_kernel) {	/* nothing to read, so no name looked up */

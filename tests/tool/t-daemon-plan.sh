@@ -35,6 +35,10 @@
 #     the one data-file read of D is the program's, logged with its pid (a
 #     data child started by the exec child's open read D beside it, and
 #     the program's open, "recent" then, started none);
+#   - PBITMAP_DAEMON_READ_PLAN=no: self again, under a second daemon: its
+#     plan's files are left to the kernel, and its own pages are read as
+#     without a plan (READ_PROGRAM=yes): self 0-1 only; its log line says
+#     "plan left to the kernel", and plans_to_kernel counts it;
 #   - each program's log line says "plan"; SIGTERM ends the daemon with 0
 #     and no sanitizer report (not a leak check: LeakSanitizer does not
 #     run under ptrace; t-daemon has one).
@@ -154,3 +158,21 @@ want_read "a plan that cannot open its executable" \
 	"B 0 12288;A.so 0 20480;A.so 819200 8192;exec-only 0 8192"
 pass "an executable its plan lists is read once, in the plan's order; first when its entry is stale," \
 	"after the plan when the plan cannot open it"
+
+# READ_PLAN=no: nothing of the plan's, the program's own pages still
+{ cat on.conf; echo PBITMAP_DAEMON_READ_PLAN=no; } >left.conf
+daemon_start left.conf -f -qq -y -e trace=fadvise64 -o trace
+./self 2 || fail "self does not run under the daemon"
+left() { grep -c "^pbitmapd: $d/self: pid [0-9]*: plan left to the kernel, " daemon.log; }
+for _ in $(seq 200); do [[ $(left) == 1 ]] && break; sleep 0.1; done
+[[ $(left) == 1 ]] || fail "self's plan was not left to the kernel: $(cat daemon.log status)"
+for _ in $(seq 30); do
+	n=$(awk '$1 == "plans_to_kernel" { print $2 }' status)
+	((n == 1)) && break
+	sleep 0.1
+done
+((n == 1)) || fail "plans_to_kernel '$n', want 1: $(cat status)"
+daemon_stop
+got=$(reads) || fail "cannot parse the trace"
+[[ $got == "self 0 8192" ]] || fail "READ_PLAN=no: want 'self 0 8192' read, the processes read: $got"
+pass "PBITMAP_DAEMON_READ_PLAN=no: the plan's files left to the kernel, the program's own pages read"

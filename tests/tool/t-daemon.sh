@@ -74,16 +74,18 @@ bad 'PBITMAP_DAEMON_LEARN_FAULT_AROUND=never\n' "line 1: PBITMAP_DAEMON_LEARN_FA
 bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '1001' is not a number from 0 to 1000"
 bad 'PBITMAP_DAEMON_READ_PROGRAM=maybe\n' "line 1: PBITMAP_DAEMON_READ_PROGRAM=maybe is not auto, yes or no"
 bad 'PBITMAP_DAEMON_READ_LIBRARIES=all\n' "line 1: PBITMAP_DAEMON_READ_LIBRARIES=all is not auto, yes or no"
+bad 'PBITMAP_DAEMON_READ_PLAN=some\n' "line 1: PBITMAP_DAEMON_READ_PLAN=some is not auto, yes or no"
 bad 'PBITMAP_DAEMON_METADATA=some\n' "line 1: PBITMAP_DAEMON_METADATA=some is not auto, yes or no"
 bad 'PBITMAP_DAEMON_CHILD_CPU_S=0\n' "line 1: PBITMAP_DAEMON_CHILD_CPU_S=0: at least 1"
 bad 'PBITMAP_DAEMON_CHILD_CPU_S=11\n' "line 1: PBITMAP_DAEMON_CHILD_CPU_S: '11' is not a number from 0 to 10"
-printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=keep\nPBITMAP_DAEMON_READ_LIBRARIES=no\n' >plans.conf
+printf 'PBITMAP_DAEMON_LEARN_PLANS=no\nPBITMAP_DAEMON_LEARN_FAULT_AROUND=keep\nPBITMAP_DAEMON_READ_LIBRARIES=no\nPBITMAP_DAEMON_READ_PLAN=auto\n' >plans.conf
 expect_status 0 "$PBITMAPD" --print-config -c plans.conf
 grep -qx "PBITMAP_DAEMON_LEARN_PLANS no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND keep (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_HOLD_EXEC_MS 0 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_READ_PROGRAM auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_READ_LIBRARIES no (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_READ_PLAN auto (setting)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 # fault-around off while a learned run is followed, unless told otherwise
 : >empty.conf
 expect_status 0 "$PBITMAPD" --print-config -c empty.conf
@@ -91,6 +93,7 @@ grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (default)" "$OUT" || fail "-
 # metadata lists learned, and read where the join gap is wide, unless told otherwise
 grep -qx "PBITMAP_DAEMON_METADATA auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_READ_LIBRARIES auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_READ_PLAN yes (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_CHILD_CPU_S 2 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 printf 'PBITMAP_DAEMON_CHILD_CPU_S=10\n' >cpu.conf
 expect_status 0 "$PBITMAPD" --print-config -c cpu.conf
