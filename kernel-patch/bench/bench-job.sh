@@ -493,13 +493,13 @@ cd /var/tmp && rm -rf bench && mkdir bench && cd bench
 # runs, or learning too (tree D's set-up, every run learned).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
-	local n=${1#daemon-gap} nometa= f
+	local n=${1#daemon-gap} tag= f
 	case $1 in
 	*daemon-probed | daemon-nometa-probed | daemon-planleft-probed | daemon-a-probed | plan-probed-dmeta)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap
-		[ "$1" != daemon-nometa-probed ] || nometa=nometa-
-		[ "$1" != daemon-planleft-probed ] || nometa=planleft- ;;
+		[ "$1" != daemon-nometa-probed ] || tag=nometa-
+		[ "$1" != daemon-planleft-probed ] || tag=planleft- ;;
 	daemon-gap[0-9]*) ;;
 	daemon-nometa)
 		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' \
@@ -513,11 +513,11 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 		echo /var/tmp/bench/daemon-hold$n.conf; return ;;
 	*) echo /var/tmp/bench/daemon-read.conf; return ;;
 	esac
-	f=/var/tmp/bench/daemon-${nometa}gap$n.conf
+	f=/var/tmp/bench/daemon-${tag}gap$n.conf
 	[ -f "$f" ] || {
 		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=%s\n' "$n"
-		[ "$nometa" != nometa- ] || echo PBITMAP_DAEMON_METADATA=no
-		[ "$nometa" != planleft- ] || echo PBITMAP_DAEMON_READ_PLAN=no
+		[ "$tag" != nometa- ] || echo PBITMAP_DAEMON_METADATA=no
+		[ "$tag" != planleft- ] || echo PBITMAP_DAEMON_READ_PLAN=no
 	} >"$f"
 	echo "$f"
 }

@@ -267,7 +267,7 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
 {
 	if (pb_marker_record(fd, st, rec))
 		return PB_NONE;
-	if (!gone)	/* gone: its plan is not followed */
+	if (!gone && !p->plan_to_kernel)	/* gone, or left: no plan followed */
 		p->exe_entry = pb_exec_plan_entry(rec, fd);
 	if (p->exe_entry < 0 && !p->exe_to_kernel)
 		exe_pages(fd, rec, p);
@@ -277,9 +277,9 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
 /*
  * Whether to leave a program's pages (on device @dev) to the kernel, as
  * @setting (PBITMAP_DAEMON_READ_PROGRAM, _READ_LIBRARIES or _READ_PLAN)
- * says: auto
- * (the default) where the kernel's read-ahead window there is at least
- * the device's largest request, unless the exec is held.
+ * says: auto (the first two's default) where the kernel's read-ahead
+ * window there is at least the device's largest request, unless the exec
+ * is held.
  *
  * The program itself is faulting its file by the time its exec is heard
  * of, and on such a device its faults read the file in requests as large
@@ -307,19 +307,20 @@ static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record
  * before its headers made it worse, not better (gdb +0.70 s on 7.3,
  * +0.45 s natively).
  *
- * A plan's files (_READ_PLAN) are read by default: a plan's batch goes
- * out before ld.so needs its files, and on 7.3 leaving them made gdb's
- * and emacs's start-ups slower (1.98 s against 1.55, 2.25 against 1.53;
- * 272 and 360 requests against 203 and 237) and python3's no faster
+ * A plan's files (_READ_PLAN) are read by default, wide window or not: a
+ * plan's batch goes out before ld.so needs its files, and on 7.3 leaving
+ * them made gdb's and emacs's start-ups slower (1.98 s against 1.55,
+ * 2.25 against 1.53; 272 and 360 requests against 203 and 237), and
+ * python3's faster in one boot (0.47 s against 0.65), level in another
  * (docs/bench/2026-12-04-plan-left-to-the-kernel.md).
  *
  * A held exec (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its
- * reads are submitted: its program and libraries are read.
+ * reads are submitted: its program, libraries and plan are read.
  */
 static bool leave_to_kernel(int setting, dev_t dev)
 {
-	if (setting != PBD_PROGRAM_AUTO)
-		return setting == PBD_PROGRAM_NO;
+	if (setting != PBD_READ_AUTO)
+		return setting == PBD_READ_NO;
 	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
 }
 

@@ -72,8 +72,8 @@ static const char *const learn_names[] = {
 	[PBD_LEARN_NO] = "no", [PBD_LEARN_OWNER] = "owner", [PBD_LEARN_EVERY] = "every",
 };
 
-static const char *const read_program_names[] = {
-	[PBD_PROGRAM_AUTO] = "auto", [PBD_PROGRAM_YES] = "yes", [PBD_PROGRAM_NO] = "no",
+static const char *const read_names[] = {
+	[PBD_READ_AUTO] = "auto", [PBD_READ_YES] = "yes", [PBD_READ_NO] = "no",
 };
 
 static const char *const fault_around_names[] = {
@@ -168,17 +168,17 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		break;
 	case PBD_SET_READ_PROGRAM:
-		if (config_word(path, line, key, val, read_program_names, &v))
+		if (config_word(path, line, key, val, read_names, &v))
 			return PB_FAIL;
 		pbd.cfg.read_program = (int)v;
 		break;
 	case PBD_SET_READ_LIBRARIES:
-		if (config_word(path, line, key, val, read_program_names, &v))
+		if (config_word(path, line, key, val, read_names, &v))
 			return PB_FAIL;
 		pbd.cfg.read_libraries = (int)v;
 		break;
 	case PBD_SET_READ_PLAN:
-		if (config_word(path, line, key, val, read_program_names, &v))
+		if (config_word(path, line, key, val, read_names, &v))
 			return PB_FAIL;
 		pbd.cfg.read_plan = (int)v;
 		break;
@@ -232,7 +232,7 @@ int config_load(const char *path)
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
 				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS,
-				 .read_plan = PBD_PROGRAM_YES,
+				 .read_plan = PBD_READ_YES,
 				 .metadata = true, .metadata_auto = true, .child_cpu_s = CHILD_CPU };
 	fp = fopen(path, "re");
 	if (!fp)
@@ -429,13 +429,13 @@ int config_print(void)
 			snprintf(val, sizeof(val), "%s", fault_around_names[c->learn_fault_around]);
 			break;
 		case PBD_SET_READ_PROGRAM:
-			snprintf(val, sizeof(val), "%s", read_program_names[c->read_program]);
+			snprintf(val, sizeof(val), "%s", read_names[c->read_program]);
 			break;
 		case PBD_SET_READ_LIBRARIES:
-			snprintf(val, sizeof(val), "%s", read_program_names[c->read_libraries]);
+			snprintf(val, sizeof(val), "%s", read_names[c->read_libraries]);
 			break;
 		case PBD_SET_READ_PLAN:
-			snprintf(val, sizeof(val), "%s", read_program_names[c->read_plan]);
+			snprintf(val, sizeof(val), "%s", read_names[c->read_plan]);
 			break;
 		case PBD_SET_METADATA:
 			snprintf(val, sizeof(val), "%s", c->metadata_auto ? "auto" : c->metadata ? "yes" : "no");

@@ -83,7 +83,7 @@ struct config {
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
 	/* PBITMAP_DAEMON_READ_LIBRARIES, for an exec without a plan, and */
 	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan */
-	enum { PBD_PROGRAM_AUTO, PBD_PROGRAM_YES, PBD_PROGRAM_NO } read_program, read_libraries,
+	enum { PBD_READ_AUTO, PBD_READ_YES, PBD_READ_NO } read_program, read_libraries,
 		read_plan;
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */

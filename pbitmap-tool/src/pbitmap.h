@@ -850,12 +850,12 @@ struct pb_exec_prefetch {
 				 * read-ahead: its plan skips @exe_entry's runs */
 	bool libs_to_kernel;	/* without a plan, the libraries' pages too:
 				 * pb_exec_rest() reads nothing */
-	bool plan_to_kernel;	/* with one, the pages its plan lists too */
+	bool plan_to_kernel;	/* with a plan, the files it lists too */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */
 	bool libs_left;		/* no plan: the libraries left (@libs_to_kernel) */
-	bool plan_left;		/* a plan, its files left (@plan_to_kernel) */
+	bool plan_left;		/* a plan not followed: @plan_to_kernel */
 	uint64_t files, extents, bytes;
 	uint64_t skip_mismatch;	/* a plan's path led to another file */
 	uint64_t skip_fs;	/* a look-up would have left the local filesystems */
@@ -876,9 +876,10 @@ int pb_exec_plan_entry(const struct pb_record *r, int fd);
  * (@exe: its path there): the plan in @r when it has one, else the
  * objects ld.so will map for it, ignoring the environment (the daemon's,
  * not the program's), unless @p->libs_to_kernel (then nothing is read or
- * looked up, @exe included), or @p->plan_to_kernel for an exec with a
- * plan (then nothing is read: @p->plan and @p->plan_left say so).  Returns 0, or PB_NONE when @exe no longer
- * leads to that file (not checked when nothing is read).
+ * looked up, @exe included), or, for an exec with a plan,
+ * @p->plan_to_kernel (then nothing is read: @p->plan_left).  Returns 0,
+ * or PB_NONE when @exe no longer leads to that file (not checked when
+ * nothing is read).
  */
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
 		 struct pb_exec_prefetch *p);

@@ -1249,11 +1249,11 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 	int ret = 0;
 
 	elf_version(EV_CURRENT);
-	p->plan = exec_plan(r, &v);
-	if (p->plan) {
-		if (p->plan_to_kernel)
-			p->plan_left = true;	/* its look-ups too: the lists' blocks */
-		else
+	if (exec_plan(r, &v)) {
+		/* left: nothing opened, so no look-up of its own either */
+		p->plan_left = p->plan_to_kernel;
+		p->plan = !p->plan_left;
+		if (p->plan)
 			prefetch_plan(&v, p);
 		return 0;
 	}

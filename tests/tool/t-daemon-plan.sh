@@ -162,7 +162,7 @@ pass "an executable its plan lists is read once, in the plan's order; first when
 # READ_PLAN=no: nothing of the plan's, the program's own pages still
 { cat on.conf; echo PBITMAP_DAEMON_READ_PLAN=no; } >left.conf
 daemon_start left.conf -f -qq -y -e trace=fadvise64 -o trace
-./self 2 || fail "self does not run under the daemon"
+./self 5 || fail "self does not run under the daemon"	# 5 s: as above
 left() { grep -c "^pbitmapd: $d/self: pid [0-9]*: plan left to the kernel, " daemon.log; }
 for _ in $(seq 200); do [[ $(left) == 1 ]] && break; sleep 0.1; done
 [[ $(left) == 1 ]] || fail "self's plan was not left to the kernel: $(cat daemon.log status)"
