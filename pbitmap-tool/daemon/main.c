@@ -7,9 +7,9 @@
  * local filesystems for execs (fanotify, FAN_OPEN_EXEC) and, for a stamped
  * program, starts the reads an exec on the patched kernel would start: the
  * program's plan, or its own marked pages and those of the libraries ld.so
- * is about to map (prefetch.c, as `pbitmap run` finds them), each left to
- * the kernel's read-ahead where its window is as wide as a request
- * (child.c).
+ * is about to map (prefetch.c, as `pbitmap run` finds them); the program's
+ * and, without a plan, the libraries' pages are left to the kernel's
+ * read-ahead where its window is as wide as a request (child.c).
  *
  * Why these mechanisms:
  *   - Notification events, not permission events: the exec never waits for

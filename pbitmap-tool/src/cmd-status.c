@@ -23,7 +23,7 @@ static const struct {
 	{ "execs", "execs seen on the watched filesystems" },
 	{ "unstamped", "of which unstamped (one attribute look-up each)" },
 	{ "prefetched", "stamped execs read ahead (their own pages, or left to the kernel)" },
-	{ "plans", "of which through the program's plan (plans_to_kernel: not those)" },
+	{ "plans", "of which through the program's plan (those left: plans_to_kernel)" },
 	{ "opens", "opens seen on the watched filesystems (for data files)" },
 	{ "data_prefetched", "data files read ahead at their open" },
 	{ "data_after_exec", "data-file reads that first waited for the opener's exec read-ahead" },
