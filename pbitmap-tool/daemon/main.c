@@ -712,6 +712,25 @@ static int serve(int fan, int fan_open)
 	}
 }
 
+/*
+ * Whether this kernel opens files by handle.  Without CONFIG_FHANDLE,
+ * fanotify still reports file handles, and each open event would cost an
+ * open_by_handle_at() that fails with ENOSYS: a data file's open was never
+ * looked at, and nothing said so (the test bed's kernel, until its config
+ * had the option).  Asked once, of the root: ENOSYS is the kernel's, any
+ * other error the root filesystem's.
+ */
+static bool file_handles(void)
+{
+	struct {
+		struct file_handle fh;
+		unsigned char bytes[MAX_HANDLE_SZ];
+	} h = { .fh.handle_bytes = MAX_HANDLE_SZ };
+	int mount_id;
+
+	return name_to_handle_at(AT_FDCWD, "/", &h.fh, &mount_id, 0) == 0 || errno != ENOSYS;
+}
+
 static int start(void)
 {
 	struct rlimit nofile;
@@ -737,9 +756,12 @@ static int start(void)
 				      "built with CONFIG_FANOTIFY_ACCESS_PERMISSIONS" :
 				      "fanotify with pidfds needs Linux 5.15 or later");
 	/* opens by file handle: the kernel opens nothing for this group */
-	fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK | FAN_REPORT_FID,
-				 O_RDONLY | O_LARGEFILE | O_CLOEXEC);
-	if (fan_open < 0)
+	fan_open = -1;
+	if (!file_handles())
+		pb_error(NULL, "this kernel has no open_by_handle_at(2) (CONFIG_FHANDLE): "
+			 "data files are not read ahead");
+	else if ((fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
+					   FAN_REPORT_FID, O_RDONLY | O_LARGEFILE | O_CLOEXEC)) < 0)
 		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID): data files are not read ahead");
 	if (mark_local(fan, fan_open))
 		return PB_FAIL;

@@ -8,6 +8,8 @@
 #                  when given; returns once its status file is written
 #                  (20 s at most), DPID its pid
 #   daemon_stop    SIGTERM: it must exit with 0 and no sanitizer report
+#   counter NAME   its value in the status file (written at most once a
+#                  second after an event that starts no reader)
 
 PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
 [[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
@@ -40,3 +42,5 @@ daemon_stop() {
 	((rc == 0)) || fail "pbitmapd exited with $rc on SIGTERM: $(cat daemon.log)"
 	if grep -q "Sanitizer" daemon.log; then fail "sanitizer report: $(cat daemon.log)"; fi
 }
+
+counter() { awk -v k="$1" '$1 == k { print $2 }' status; }

@@ -98,7 +98,6 @@ for f in uses libpbtest.so; do
 	[[ -z $(reads wide/$f) ]] || fail "wide/$f: want nothing read, read: '$(reads wide/$f)'"
 done
 pass "without a plan, a library's pages read where the window is narrower, left to the kernel where it is as wide"
-counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
 # The counters are the machine's (other tests' stamped programs may run on
 # this host's disk meanwhile): each of ours is told apart by its log line.
 said() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: $2, " daemon.log; }

@@ -28,9 +28,8 @@
 #     status 0 and no sanitizer report.
 
 source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"	# its daemon is started here; counter
 need timeout stat
-PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
-[[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
 [[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
@@ -153,7 +152,6 @@ for _ in $(seq 100); do [[ -s status ]] && break; sleep 0.1; done
 grep -Eqx "pbitmapd: join gap (64|256) KiB \(default\)" daemon.log || fail "no join gap logged at start-up: $(cat daemon.log)"
 # its state directory (the metadata lists) made root's alone
 [[ $(stat -c '%U %a' "$d/state") == "root 700" ]] || fail "state directory: $(stat -c '%U %a' "$d/state")"
-counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
 # The stamped program's metadata list, as a learned run leaves one (the
 # guest's t-daemon-meta learns lists and reads them: a host may not let
 # even root open its disk), but each not one to read, for its own reason.
