@@ -91,6 +91,13 @@ static int config_word(const char *path, unsigned int line, const char *key, con
 			names[0], names[1], names[2]);
 }
 
+/* The field of a READ_* setting (@i, one of the three): one rule for all. */
+static enum pbd_read *read_setting(unsigned int i)
+{
+	return i == PBD_SET_READ_PROGRAM ? &pbd.cfg.read_program :
+	       i == PBD_SET_READ_LIBRARIES ? &pbd.cfg.read_libraries : &pbd.cfg.read_plan;
+}
+
 /*
  * One NAME=VALUE line: the daemon's settings, each looked up once in
  * setting_names[] and marked as set; the trigger's (PBITMAP_RESTAMP ...)
@@ -168,19 +175,11 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		break;
 	case PBD_SET_READ_PROGRAM:
-		if (config_word(path, line, key, val, read_names, &v))
-			return PB_FAIL;
-		pbd.cfg.read_program = (int)v;
-		break;
 	case PBD_SET_READ_LIBRARIES:
-		if (config_word(path, line, key, val, read_names, &v))
-			return PB_FAIL;
-		pbd.cfg.read_libraries = (int)v;
-		break;
 	case PBD_SET_READ_PLAN:
 		if (config_word(path, line, key, val, read_names, &v))
 			return PB_FAIL;
-		pbd.cfg.read_plan = (int)v;
+		*read_setting(i) = (enum pbd_read)v;
 		break;
 	case PBD_SET_CHILD_CPU:	/* more than the alarm would never be reached */
 		if (config_number(path, line, key, val, CHILD_SECONDS, &pbd.cfg.child_cpu_s))
@@ -429,13 +428,9 @@ int config_print(void)
 			snprintf(val, sizeof(val), "%s", fault_around_names[c->learn_fault_around]);
 			break;
 		case PBD_SET_READ_PROGRAM:
-			snprintf(val, sizeof(val), "%s", read_names[c->read_program]);
-			break;
 		case PBD_SET_READ_LIBRARIES:
-			snprintf(val, sizeof(val), "%s", read_names[c->read_libraries]);
-			break;
 		case PBD_SET_READ_PLAN:
-			snprintf(val, sizeof(val), "%s", read_names[c->read_plan]);
+			snprintf(val, sizeof(val), "%s", read_names[*read_setting(i)]);
 			break;
 		case PBD_SET_METADATA:
 			snprintf(val, sizeof(val), "%s", c->metadata_auto ? "auto" : c->metadata ? "yes" : "no");

@@ -83,8 +83,8 @@ struct config {
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
 	/* PBITMAP_DAEMON_READ_LIBRARIES, for an exec without a plan, and */
 	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan */
-	enum { PBD_READ_AUTO, PBD_READ_YES, PBD_READ_NO } read_program, read_libraries,
-		read_plan;
+	enum pbd_read { PBD_READ_AUTO, PBD_READ_YES, PBD_READ_NO } read_program,
+		read_libraries, read_plan;
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
 	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */
