@@ -121,8 +121,8 @@ settle skip_kernel 2
 k0=$(counter skip_kernel)
 : <data
 settle skip_kernel $((k0 + 1))
-[ "$(counter data_prefetched)" = 0 ] ||
-	fail "a stamped data file's open: data_prefetched $(counter data_prefetched), want 0"
+[ "$(counter skip_kernel) $(counter data_prefetched)" = "$((k0 + 1)) 0" ] ||
+	fail "a stamped data file's open: skip_kernel $(counter skip_kernel), data_prefetched $(counter data_prefetched); want $((k0 + 1)) and 0"
 echo "a stamped data file's open is left to the kernel"
 stop_daemon
 

@@ -713,12 +713,14 @@ static int serve(int fan, int fan_open)
 }
 
 /*
- * Whether this kernel opens files by handle.  Without CONFIG_FHANDLE,
- * fanotify still reports file handles, and each open event would cost an
- * open_by_handle_at() that fails with ENOSYS: a data file's open was never
- * looked at, and nothing said so (the test bed's kernel, until its config
- * had the option).  Asked once, of the root: ENOSYS is the kernel's, any
- * other error the root filesystem's.
+ * Whether the daemon can open files by handle: a handle of the root made
+ * and opened again.  Without CONFIG_FHANDLE, fanotify still reports file
+ * handles, and each open event would cost an open_by_handle_at() that
+ * fails with ENOSYS: a data file's open was never looked at, and nothing
+ * said so (the test bed's kernel, until its config had the option).  A
+ * seccomp or LSM policy that refuses the call (EPERM) does the same.  Any
+ * other failure is the root filesystem's (no handles there, EOPNOTSUPP):
+ * others may have them, and are watched.
  */
 static bool file_handles(void)
 {
@@ -726,9 +728,18 @@ static bool file_handles(void)
 		struct file_handle fh;
 		unsigned char bytes[MAX_HANDLE_SZ];
 	} h = { .fh.handle_bytes = MAX_HANDLE_SZ };
-	int mount_id;
+	int mount_id, root, fd;
 
-	return name_to_handle_at(AT_FDCWD, "/", &h.fh, &mount_id, 0) == 0 || errno != ENOSYS;
+	if (name_to_handle_at(AT_FDCWD, "/", &h.fh, &mount_id, 0))
+		return errno != ENOSYS && errno != EPERM;
+	root = open("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (root < 0)
+		return true;	/* not the handles' failure: the events will say */
+	fd = open_by_handle_at(root, &h.fh, O_PATH | O_CLOEXEC);
+	if (fd >= 0)
+		close(fd);
+	close(root);
+	return fd >= 0 || (errno != ENOSYS && errno != EPERM);
 }
 
 static int start(void)
@@ -758,8 +769,9 @@ static int start(void)
 	/* opens by file handle: the kernel opens nothing for this group */
 	fan_open = -1;
 	if (!file_handles())
-		pb_error(NULL, "this kernel has no open_by_handle_at(2) (CONFIG_FHANDLE): "
-			 "data files are not read ahead");
+		pb_error_errno(NULL, "cannot open files by handle (open_by_handle_at(2): "
+			       "a kernel without CONFIG_FHANDLE, or a policy refusing it): "
+			       "data files are not read ahead");
 	else if ((fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
 					   FAN_REPORT_FID, O_RDONLY | O_LARGEFILE | O_CLOEXEC)) < 0)
 		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID): data files are not read ahead");

@@ -9,9 +9,14 @@
 # Under strace, name_to_handle_at() and open_by_handle_at() fail with
 # ENOSYS, as without CONFIG_FHANDLE:
 #   - the log says data files are not read ahead, and why;
-#   - execs are still watched (execs counts /bin/true's), opens are not
-#     (opens 0 after a stamped data file's open), and nothing is read;
+#   - after SIGTERM (its status file then written whole): opens 0 after a
+#     stamped data file's open (no open group), execs counted (the exec
+#     group is made before the probe), data_prefetched 0, and no
+#     open_by_handle_at() in the trace but the probe's (none: its
+#     name_to_handle_at() failed first);
 #   - SIGTERM ends the daemon with 0, no sanitizer report.
+# Then with open_by_handle_at() alone failing EPERM (a policy refusing it):
+# the message with that error, one call (the probe's), opens 0.
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
@@ -26,19 +31,28 @@ head -c $((1 << 20)) /dev/urandom >data && "$PBITMAP" add -q data &&
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
 daemon_start on.conf -e trace=name_to_handle_at,open_by_handle_at \
 	-e inject=name_to_handle_at,open_by_handle_at:error=ENOSYS -o strace.log
-grep -qF "pbitmapd: this kernel has no open_by_handle_at(2) (CONFIG_FHANDLE): data files are not read ahead" \
+grep -qF "pbitmapd: cannot open files by handle (open_by_handle_at(2): a kernel without CONFIG_FHANDLE, or a policy refusing it): data files are not read ahead: Function not implemented" \
 	daemon.log || fail "no word of data files not read ahead: $(cat daemon.log)"
 pass "no file handles: the log says data files are not read ahead, and why"
 
-/bin/true && : <data || fail "cannot run /bin/true and open data"
-for _ in $(seq 100); do (($(counter execs) >= 1)) && break; sleep 0.1; done
-sleep 1.5	# the status file is written at most once a second
+: <data || fail "cannot open data"
+sleep 1.5	# an open group would have had the event, and counted it, by now
+daemon_stop
 read -r e o p <<<"$(counter execs) $(counter opens) $(counter data_prefetched)"
 ((e >= 1)) && [[ "$o $p" == "0 0" ]] ||
 	fail "execs $e, opens $o, data_prefetched $p: want at least 1, 0, 0; $(cat daemon.log)"
 n=$(grep -c "open_by_handle_at(" strace.log)
 ((n == 0)) || fail "the daemon called open_by_handle_at() $n times: $(cat strace.log)"
-pass "execs watched ($e), opens not (0), open_by_handle_at() never called"
+pass "execs watched ($e), opens not (0), open_by_handle_at() never called; SIGTERM: exit 0, no sanitizer report"
 
+# A policy that lets handles be made but not opened (EPERM, as a seccomp
+# filter or an LSM may answer): the probe opens the root's handle once.
+daemon_start on.conf -e trace=open_by_handle_at -e inject=open_by_handle_at:error=EPERM -o strace2.log
+grep -qF "pbitmapd: cannot open files by handle (open_by_handle_at(2): a kernel without CONFIG_FHANDLE, or a policy refusing it): data files are not read ahead: Operation not permitted" \
+	daemon.log || fail "open_by_handle_at() refused: no word of it: $(cat daemon.log)"
+: <data || fail "cannot open data"
+sleep 1.5
 daemon_stop
-pass "SIGTERM: exit 0, no sanitizer report"
+o=$(counter opens) n=$(grep -c "open_by_handle_at(" strace2.log)
+[[ "$o $n" == "0 1" ]] || fail "opens $o, open_by_handle_at() calls $n: want 0 and 1 (the probe's): $(cat strace2.log)"
+pass "open_by_handle_at() refused (EPERM): said at start, the probe's one call, opens 0"
