@@ -343,8 +343,12 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 	if (m->pid == getpid())
 		return;
 	pbd.n.opens++;
-	if (mount_fd < 0 || !(m->mask & FAN_OPEN))
+	if (!(m->mask & FAN_OPEN))
 		return;
+	if (mount_fd < 0) {	/* no file handle, or a filesystem not watched */
+		pbd.n.skip_handle++;
+		return;
+	}
 	/*
 	 * An exec child opening a data file its program's plan lists (the
 	 * benchmark's git pack) is not its opener: a data child started by
@@ -362,8 +366,18 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 	/* O_PATH: nothing is opened for reading until it is known to be a data file */
 	fd = open_by_handle_at(mount_fd, (struct file_handle *)(uintptr_t)fid->handle,
 			       O_PATH | O_CLOEXEC);
-	if (fd < 0)
-		return;		/* deleted since */
+	if (fd < 0) {
+		/*
+		 * ESTALE: deleted since (a temporary file opened and
+		 * unlinked at once), as usual.  Anything else (ENOMEM, a
+		 * policy refusing the call after the start's probe, a
+		 * filesystem that cannot decode its handles) is counted, or
+		 * data files would stop being read ahead without a trace.
+		 */
+		if (errno != ESTALE)
+			pbd.n.skip_handle++;
+		return;
+	}
 	if (data_wanted(fd, now)) {
 		/*
 		 * Opened by a process whose exec is still being read ahead:
@@ -516,6 +530,7 @@ static void add_report(const struct report *r)
 static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(execs), COUNTER(unstamped), COUNTER(prefetched), COUNTER(plans),
 	COUNTER(opens), COUNTER(data_prefetched), COUNTER(data_after_exec), COUNTER(own_opens),
+	COUNTER(skip_handle),
 	COUNTER(program_to_kernel), COUNTER(libraries_to_kernel), COUNTER(plans_to_kernel),
 	COUNTER(files),
 	COUNTER(extents),
@@ -532,7 +547,6 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(meta_learned), COUNTER(meta_read), COUNTER(meta_stale), COUNTER(meta_bytes),
 };
 
-/* The CPU time of the daemon's children it has reaped (readers, writers). */
 /* The reaped children's CPU, and in *@sys_us its part in the kernel: 0 when unknown */
 static uint64_t children_cpu_us(uint64_t *sys_us)
 {

@@ -97,6 +97,7 @@ struct counters {
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
 	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
+	uint64_t skip_handle;		/* opens whose file could not be opened by its handle */
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
 	uint64_t libraries_to_kernel;	/* execs without a plan whose libraries were */
 	uint64_t plans_to_kernel;	/* execs whose plan's files were */

@@ -17,6 +17,10 @@
 #   - SIGTERM ends the daemon with 0, no sanitizer report.
 # Then with open_by_handle_at() alone failing EPERM (a policy refusing it):
 # the message with that error, one call (the probe's), opens 0.
+# Then with every open_by_handle_at() after the probe failing ENOMEM (an
+# error that is not ESTALE, "deleted since"): the open group made, the data
+# file's open seen and not read ahead, and every failed call counted
+# (skip_handle), none dropped unseen.
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
@@ -55,3 +59,16 @@ daemon_stop
 o=$(counter opens) n=$(grep -c "open_by_handle_at(" strace2.log)
 [[ "$o $n" == "0 1" ]] || fail "opens $o, open_by_handle_at() calls $n: want 0 and 1 (the probe's): $(cat strace2.log)"
 pass "open_by_handle_at() refused (EPERM): said at start, the probe's one call, opens 0"
+
+# The probe passes; every later call fails with an error other than ESTALE.
+daemon_start on.conf -e trace=open_by_handle_at -e inject=open_by_handle_at:error=ENOMEM:when=2+ \
+	-o strace3.log
+if grep -qF "$said" daemon.log; then fail "the probe passed, yet the log says it did not: $(cat daemon.log)"; fi
+: <data || fail "cannot open data"
+sleep 1.5
+daemon_stop
+read -r o h p <<<"$(counter opens) $(counter skip_handle) $(counter data_prefetched)"
+n=$(grep -c "open_by_handle_at(.*ENOMEM" strace3.log)
+((o >= 1 && n >= 1 && h == n && p == 0)) ||
+	fail "opens $o, skip_handle $h, failed calls $n, data_prefetched $p: want skip_handle = failed calls >= 1, nothing read: $(cat strace3.log)"
+pass "open_by_handle_at() failing ENOMEM after the probe: all $n failures counted (skip_handle), data_prefetched 0"

@@ -24,7 +24,8 @@
 #     runs not as the daemon writes them, another version) are not, each
 #     counted in meta_stale and said why; a stamped 4 MiB data file
 #     opened (and not read) has its marked pages 10-20 read ahead and pages
-#     300-399 not; pbitmap status says "running"; SIGTERM ends it with
+#     300-399 not, and every open's file was opened by its handle
+#     (skip_handle 0); pbitmap status says "running"; SIGTERM ends it with
 #     status 0 and no sanitizer report.
 
 source "$(dirname "$0")/../lib.sh"
@@ -206,6 +207,8 @@ for _ in $(seq 100); do (($(seen_data) >= 1)) && [[ $(counter pending) == 0 ]] &
 (($(seen_data) >= 1)) || fail "a stamped data file opened was not read ahead: $(cat daemon.log)"
 resident=$(python3 "$TOP/tests/lib/resident.py" data 10-20 300-399)
 [[ $resident == "11 0" ]] || fail "the data file's pages 10-20 resident and 300-399 not: got '$resident' (of 11, of 100)"
+# every open's file opened by its handle on this kernel (t-daemon-nohandles: when not)
+[[ $(counter skip_handle) == 0 ]] || fail "skip_handle $(counter skip_handle): open_by_handle_at() failed: $(cat daemon.log)"
 expect_status 0 "$PBITMAP" status -s "$d/status"
 grep -q "^pbitmapd: running (pid $dpid)" "$OUT" || fail "status: $(cat "$OUT")"
 kill -TERM "$dpid"
