@@ -165,7 +165,8 @@ static int open_fd(struct pb_file *f, const struct stat *lst)
 	return 0;
 }
 
-int pb_open(struct pb_file *f, const char *path, unsigned int flags)
+static int open_common(struct pb_file *f, const char *path, unsigned int flags,
+		       const struct stat *want)
 {
 	struct stat lst;
 	int ret;
@@ -194,6 +195,12 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 			break;
 		}
 	}
+	/* not the file wanted: nothing of it read, not even its header */
+	if (!ret && want && (f->st.st_dev != want->st_dev || f->st.st_ino != want->st_ino)) {
+		pb_close(f);
+		errno = ESTALE;
+		return PB_NONE;
+	}
 	if (!ret && (flags & PB_OPEN_WRITE))
 		ret = check_writable(f);
 	if (!ret)
@@ -221,9 +228,21 @@ int pb_open(struct pb_file *f, const char *path, unsigned int flags)
 			pb_note(path, "invalid bitmap (%s): reading it again under the lock",
 				f->damage);
 		pb_close(f);
-		return pb_open(f, path, (flags & ~PB_OPEN_RECHECK) | PB_OPEN_SHARED_LOCK);
+		return open_common(f, path, (flags & ~PB_OPEN_RECHECK) | PB_OPEN_SHARED_LOCK, want);
 	}
 	return ret;
+}
+
+int pb_open(struct pb_file *f, const char *path, unsigned int flags)
+{
+	return open_common(f, path, flags, NULL);
+}
+
+int pb_open_same(struct pb_file *f, const char *path, unsigned int flags, dev_t dev, ino_t ino)
+{
+	struct stat want = { .st_dev = dev, .st_ino = ino };
+
+	return open_common(f, path, flags, &want);
 }
 
 void pb_close(struct pb_file *f)

@@ -474,6 +474,15 @@ struct pb_file {
  * PB_OPEN_QUIET/PB_OPEN_ELF_ONLY, for files that are silently not handled).
  */
 int pb_open(struct pb_file *f, const char *path, unsigned int flags);
+/*
+ * pb_open() of @path only if it leads to the file @dev:@ino, known from
+ * before (a learned run's faults): a name in another user's directory may
+ * lead elsewhere by now (the directory swapped for a link to /etc), and a
+ * writer running as root must read nothing of that file, its ELF header
+ * or attribute included.  PB_NONE, silently, with errno ESTALE, when it is
+ * another file.
+ */
+int pb_open_same(struct pb_file *f, const char *path, unsigned int flags, dev_t dev, ino_t ino);
 void pb_close(struct pb_file *f);
 
 /* Add a record (or re-stamp with new geometry, keeping learned planes). */

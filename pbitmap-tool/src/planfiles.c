@@ -172,14 +172,23 @@ static int plan_one(struct plan_file *pf, const struct pb_plan_src *src, unsigne
 	else if (pf->path[0] != '/')
 		why = "not an absolute path";
 	if (!why) {
-		ret = pb_open(&f, pf->path, flags & PB_PLAN_RESOLVE ? PB_OPEN_FOLLOW : 0);
-		if (ret)	/* said, but for PB_NONE */
+		unsigned int oflags = flags & PB_PLAN_RESOLVE ? PB_OPEN_FOLLOW : 0;
+
+		/* a known identity: nothing read of whatever else the name leads to */
+		errno = 0;
+		ret = src->dev || src->ino ? pb_open_same(&f, pf->path, oflags, src->dev, src->ino) :
+					     pb_open(&f, pf->path, oflags);
+		if (ret == PB_NONE && (src->dev || src->ino) && errno == ESTALE) {
+			why = "no longer the file it was (renamed or replaced)";
+		} else if (ret) {	/* said, but for PB_NONE */
 			return leave_out ? PB_NONE : ret == PB_NONE ? PB_FAIL : ret;
-		why = unplannable(&f, src);
-		ret = why ? 0 : plan_opened(pf, &f, src, flags);
-		pb_close(&f);
-		if (!why)
-			return ret;
+		} else {
+			why = unplannable(&f, src);
+			ret = why ? 0 : plan_opened(pf, &f, src, flags);
+			pb_close(&f);
+			if (!why)
+				return ret;
+		}
 	}
 	if (!leave_out)
 		return pb_error(src->path, "%s", why);

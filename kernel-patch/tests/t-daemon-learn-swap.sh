@@ -1,0 +1,93 @@
+#!/bin/bash
+# Guest test, on Debian's own 6.12 kernel (no pbitmap patch): a learned
+# plan built as root reads nothing of a file a user's name leads to once
+# the user has swapped it (learn.c, learn_plan(); planfiles.c, plan_one()).
+#
+# With PBITMAP_DAEMON_LEARN=every, nobody's run of a root-owned program
+# stamped --learn=every is written as root, its plan with it; the plan
+# names every file the run faulted, the user's own among them.  Here the
+# run maps its user's file u/d/f, then, as it exits, renames the directory
+# d and leaves in its place a link to /root/t-secret, whose f (root's,
+# 0600) has the same name.  The writer, root, must not read that f (the
+# rule: nothing is read that the exec'ing user could not read):
+#   - the program's generation and plan are written (learn_written +1);
+#   - the log says u/d/f was left out of the plan, no longer the file it
+#     was;
+#   - not one byte of /root/t-secret/f is in the page cache after (it was
+#     evicted before the run; opened to check its identity, never read).
+# A writer that opened the name as it found it read the secret's ELF
+# header, and its attribute, as root.
+set -euo pipefail
+W=/var/tmp/t-daemon-learn-swap
+source "$(dirname "$0")/daemonlib.sh"
+[ -e /sys/kernel/btf/vmlinux ] || fail "$(uname -r) has no BTF: learning cannot load"
+R=/opt/t-daemon-learn-swap
+S=/root/t-secret
+rm -rf "$R" "$S" && mkdir -p -m 755 "$R" && mkdir -m 700 "$S"
+trap 'stop_daemon; rm -rf "$R" "$S"' EXIT
+cold() { sync; echo 3 >/proc/sys/vm/drop_caches; "$@"; }
+
+cat >swap.c <<'PROG'
+/*
+ * swap FILE DIR TARGET [swap]: map FILE, touch its 16 pages, and with
+ * "swap" rename DIR (FILE's directory) and leave a link to TARGET in its
+ * place as it exits.  A second asleep at each end: a run is followed if it
+ * still runs when the daemon takes its exec, its file named if mapped when
+ * the daemon takes the faults.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+int main(int argc, char **argv)
+{
+	char old[4096];
+	volatile const char *p;
+	long s = 0;
+	int fd;
+
+	if (argc < 4)
+		return 1;
+	sleep(1);
+	fd = open(argv[1], O_RDONLY);
+	p = fd < 0 ? MAP_FAILED : mmap(0, 65536, PROT_READ, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return 1;
+	for (int i = 0; i < 65536; i += 4096)
+		s += p[i];
+	sleep(1);
+	snprintf(old, sizeof(old), "%s.old", argv[2]);
+	if (argc > 4 && (rename(argv[2], old) || symlink(argv[3], argv[2])))
+		return 2;
+	printf("%ld\n", s);
+	return 0;
+}
+PROG
+gcc -O1 -o "$R/swap" swap.c || fail "cannot build the swapping program"
+pbitmap add -q --learn=every "$R/swap" || fail "cannot stamp $R/swap"
+head -c $((1 << 20)) /dev/urandom >"$S/f" && chmod 600 "$S/f"
+mkdir u && chown 65534:65534 u
+"${NOBODY[@]}" mkdir u/d && "${NOBODY[@]}" sh -c "head -c 65536 /dev/urandom >u/d/f" ||
+	fail "nobody cannot make u/d/f"
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=every\nPBITMAP_DAEMON_LEARN_INTERVAL_S=0\n' >every.conf
+
+start_daemon every.conf -v
+[ "$(counter learning)" = 1 ] || fail "learning is not on ($(counter learning)): $(cat daemon.log)"
+cold "${NOBODY[@]}" "$R/swap" "$W/u/d/f" "$W/u/d" "$S" >/dev/null ||
+	fail "the program failed"	# its record read: from now on it is learned
+settle execs 1
+w0=$(counter learn_written)
+evict "$S/f"
+cold "${NOBODY[@]}" "$R/swap" "$W/u/d/f" "$W/u/d" "$S" swap >/dev/null || fail "the swapping run failed"
+[ -L u/d ] || fail "the run left no link in place of u/d"
+settle learn_written $((w0 + 1))
+stop_daemon
+grep -q "$W/u/d/f: left out of the plan: no longer the file it was" daemon.log ||
+	fail "the log does not say u/d/f was left out of the plan: $(cat daemon.log)"
+[ "$(cached "$S/f")" = 0 ] ||
+	fail "the learned plan's writer, root, read $(cached "$S/f") bytes of $S/f, where nobody's name u/d/f led"
+echo "a user's file swapped for a link to root's $S: the plan learned as root left it out, and read" \
+	"not a byte of $S/f"
+echo "PASS: a learned plan's writer reads nothing a user's swapped name leads to on $(uname -r)"
