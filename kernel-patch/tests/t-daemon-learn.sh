@@ -24,7 +24,9 @@
 #   - a root-owned data file of mode 0444 that a stamped program maps: a
 #     run by root learns it (the writer keeps root's CAP_DAC_OVERRIDE, as
 #     the kernel judges the learner's write), the same run with that
-#     capability out of its bounding set does not (learn_skip_failed).
+#     capability out of its bounding set does not (learn_skip_failed); a
+#     daemon without it (a unit's bounding set) still writes root's run
+#     where root may without it, and counts the 0444 file refused.
 #   - the window: a program that runs past PBITMAP_DAEMON_LEARN_WINDOW_MS
 #     is written while it still runs, and counted in learn_window_ended.
 #   - fault-around off (PBITMAP_DAEMON_LEARN_FAULT_AROUND): with =off the
@@ -138,6 +140,23 @@ stop_daemon
 [ "$(runs ro.data)" = 1 ] || fail "root's run: ro.data has $(runs ro.data) generations, wanted 1"
 [ "$(stat -c '%U %a' ro.data)" = "root 444" ] || fail "ro.data is now $(stat -c '%U %a' ro.data)"
 pbitmap verify -q ro.data mapper || fail "the data file's or the mapper's record does not verify"
+# The daemon itself without CAP_DAC_OVERRIDE (a unit whose bounding set
+# lacks it): root's run is still written where root may write without it
+# (the mapper), and ro.data refused and counted; the writer once failed
+# at its capset() and wrote nothing, counted nowhere.
+printf '#!/bin/sh\nexec setpriv --bounding-set -dac_override %s "$@"\n' "$PBITMAPD" >nodac-pbitmapd
+chmod +x nodac-pbitmapd
+PBITMAPD=$W/nodac-pbitmapd learning_daemon owner.conf
+cold ./mapper ro.data >/dev/null || fail "the mapper failed"	# its policy
+settle execs 1
+w0=$(counter learn_written) f0=$(counter learn_skip_failed)
+cold ./mapper ro.data >/dev/null || fail "the mapper failed"
+settle learn_skip_failed $((f0 + 1))
+settle learn_written $((w0 + 1))
+[ "$(($(counter learn_written) - w0)) $(($(counter learn_skip_failed) - f0))" = "1 1" ] ||
+	fail "a daemon without CAP_DAC_OVERRIDE: learn_written $(counter learn_written), learn_skip_failed $(counter learn_skip_failed), wanted 1 and 1 (the mapper written, ro.data refused)"
+stop_daemon
+[ "$(runs ro.data)" = 1 ] || fail "ro.data written by a daemon without CAP_DAC_OVERRIDE: $(runs ro.data) generations"
 echo "read-only data file: root's run learned into the 0444 file (CAP_DAC_OVERRIDE kept), the same run" \
 	"without that capability not ($(newest ro.data) pages learned)"
 

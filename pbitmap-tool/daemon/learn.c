@@ -771,8 +771,17 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 	 * learned write, judged with the learner's credentials, passes too.
 	 * Nothing else: no CAP_FOWNER, CAP_CHOWN, CAP_LINUX_IMMUTABLE.
 	 */
+	/*
+	 * The daemon itself may not hold CAP_DAC_OVERRIDE (a unit's bounding
+	 * set without it): then the learner's write goes on without it, and a
+	 * file only the override could write is refused and counted, rather
+	 * than every root learner's write failing at the capset().  Only a
+	 * root learner keeps it, so the first try left it root, with
+	 * CAP_SETUID and CAP_SETGID, for the second.
+	 */
 	if (drop_privileges(l->uid, l->gid, l->groups, l->nr_groups,
-			    l->dac_override ? 1u << CAP_DAC_OVERRIDE : 0))
+			    l->dac_override ? 1u << CAP_DAC_OVERRIDE : 0) &&
+	    (!l->dac_override || drop_privileges(l->uid, l->gid, l->groups, l->nr_groups, 0)))
 		_exit(1);
 	for (size_t k = 0; k < l->nr_files; k++) {
 		size_t i = nth_file(l, k, exe);
@@ -807,7 +816,7 @@ static unsigned int writers_running(void)
  * A child has been reaped (main.c): if it was a writer, its slot is free,
  * and if its limits killed it, what it had not written is counted.
  */
-bool learn_reaped(pid_t pid, bool killed)
+bool learn_reaped(pid_t pid, bool failed)
 {
 	if (L.helpers_fd >= 0) {
 		__u32 key = (__u32)pid;
@@ -817,7 +826,7 @@ bool learn_reaped(pid_t pid, bool killed)
 	for (size_t i = 0; i < MAX_WRITERS; i++)
 		if (L.writers[i] == pid) {
 			L.writers[i] = 0;
-			pbd.n.learn_skip_failed += killed;
+			pbd.n.learn_skip_failed += failed;
 			return true;
 		}
 	return false;

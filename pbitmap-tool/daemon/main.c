@@ -618,8 +618,13 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 		kid_ended(pid);
 		ended = true;
 		hold_reaped(pbd.own_fds[0], pid);
-		/* killed: its alarm, CPU limit, or kill_overstayed() */
-		if (!learn_reaped(pid, WIFSIGNALED(status)) && WIFSIGNALED(status))
+		/*
+		 * killed: its alarm, CPU limit, or kill_overstayed(); a
+		 * writer that exited with 1 sent no report (its chroot or
+		 * its credentials refused): failed, not silently lost
+		 */
+		if (!learn_reaped(pid, WIFSIGNALED(status) || WEXITSTATUS(status)) &&
+		    WIFSIGNALED(status))
 			pbd.n.skip_failed++;
 	}
 	if (ended) {

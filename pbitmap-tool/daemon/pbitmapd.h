@@ -210,7 +210,7 @@ void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
 bool learn_may_follow(const struct stat *st);
-bool learn_reaped(pid_t pid, bool killed);	/* main.c reaped a child: a writer? */
+bool learn_reaped(pid_t pid, bool failed);	/* main.c reaped a child: a writer? */
 void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves' exec */
 
 /*

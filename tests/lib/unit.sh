@@ -3,6 +3,7 @@
 #   - UNITDIR/pbitmapd.service exists, and systemctl --root says "disabled";
 #   - it passes systemd-analyze verify with no complaint at all (a copy whose
 #     commands point into ROOT: the host has no /usr/sbin/pbitmapd);
+#   - its bounding set has CAP_DAC_OVERRIDE, which root learners' writers keep;
 #   - the packaged /etc/pbitmap.conf leaves the daemon off: --check-enabled
 #     exits 1 (not 255, which would mean the file does not parse).
 check_pbitmapd_unit() {
@@ -17,6 +18,10 @@ check_pbitmapd_unit() {
 	systemd-analyze verify --man=no "$copy" >"$ERR" 2>&1 ||
 		fail "systemd-analyze verify pbitmapd.service: $(cat "$ERR")"
 	[[ ! -s $ERR ]] || fail "systemd-analyze verify complains: $(cat "$ERR")"
+	# a root learner's writer keeps CAP_DAC_OVERRIDE (learn.c): outside the
+	# bounding set, every such write failed at its capset()
+	grep -q "^CapabilityBoundingSet=.*CAP_DAC_OVERRIDE" "$unit" ||
+		fail "pbitmapd.service: no CAP_DAC_OVERRIDE in CapabilityBoundingSet, which root learners' writers keep"
 	"$root/usr/sbin/pbitmapd" --check-enabled -c "$root/etc/pbitmap.conf" 2>"$ERR" || rc=$?
 	((rc == 1)) || fail "pbitmapd --check-enabled with the packaged pbitmap.conf: exit $rc, not 1: $(cat "$ERR")"
 }
