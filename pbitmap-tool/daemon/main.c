@@ -175,14 +175,19 @@ static void kill_overstayed(void)
 			kill(pbd.kids[i].pid, SIGKILL);
 }
 
-static bool seen_recently(dev_t dev, ino_t ino, time_t now)
+/* Whether the file was read ahead less than 2 s ago. */
+static bool read_recently(dev_t dev, ino_t ino, time_t now)
 {
 	for (unsigned int i = 0; i < RECENT_SLOTS; i++)
 		if (pbd.recent[i].dev == dev && pbd.recent[i].ino == ino && now - pbd.recent[i].when < 2)
 			return true;
+	return false;
+}
+
+static void note_read(dev_t dev, ino_t ino, time_t now)
+{
 	pbd.recent[pbd.recent_next] = (struct recent){ dev, ino, now };
 	pbd.recent_next = (pbd.recent_next + 1) % RECENT_SLOTS;
-	return false;
 }
 
 /* A patched kernel's sysctl (@fd kept open, -1 on a stock kernel) not 0. */
@@ -195,18 +200,22 @@ bool sysctl_on(int fd)
 
 /*
  * Whether a stamped file (@st) may be read ahead now, by an exec's or an
- * open's child; counts why not.
+ * open's child; counts why not.  Only a file let through is "recent": one
+ * skipped while the children were all busy, or under pressure, is read
+ * at its next exec or open, however soon.
  */
 static bool may_start(const struct stat *st, time_t now)
 {
-	if (seen_recently(st->st_dev, st->st_ino, now))
+	if (read_recently(st->st_dev, st->st_ino, now))
 		pbd.n.skip_recent++;
 	else if (pbd.children >= pbd.cfg.children)
 		pbd.n.skip_busy++;
 	else if (pbd.cfg.pressure < 100 && memory_pressure() > pbd.cfg.pressure)
 		pbd.n.skip_pressure++;
-	else
+	else {
+		note_read(st->st_dev, st->st_ino, now);
 		return true;
+	}
 	return false;
 }
 

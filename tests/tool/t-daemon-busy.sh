@@ -1,0 +1,45 @@
+#!/bin/bash
+# t-daemon-busy: a stamped file skipped because every reader was busy
+# (PBITMAP_DAEMON_MAX_PARALLEL) is not "recent".  Recent files (read ahead
+# less than 2 s before) are skipped, so that a program's own open of a file
+# its exec's reader just read starts no second reader; a file that was not
+# read must not be kept out by that rule.
+#
+# The daemon (ASan/UBSan) with one reader at a time, under strace, each
+# posix_fadvise() of its children delayed 400 ms (fault injection), so
+# that a reader is still at work when the next open comes:
+#   - A opened: read (its reader busy 400 ms);
+#   - B opened at once: skipped, skip_busy;
+#   - A's reader done, B opened again, well within 2 s: read;
+#   - after SIGTERM: data_prefetched 2, skip_busy at least 1, skip_recent 0,
+#     B's read logged once; exit 0, no sanitizer report.
+
+source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
+need strace
+[[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+for f in A B; do
+	head -c $((1 << 20)) /dev/urandom >$f && "$PBITMAP" add -q $f && "$PBITMAP" set -q --pages 0-7 $f ||
+		fail "cannot stamp $f"
+done
+sleep 2.1	# pbitmap's own opens of them are not the daemon's: none yet, but to be sure
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_MAX_PARALLEL=1\n' >one.conf
+daemon_start one.conf -f -e trace=fadvise64 -e inject=fadvise64:delay_enter=400000 -o strace.log
+
+: <A || fail "cannot open A"
+sleep 0.1
+: <B || fail "cannot open B"
+read_logged() { grep -c "^pbitmapd: $d/$1: opened by pid [0-9]*: data file, 1 extents" daemon.log; }
+for _ in $(seq 100); do (($(read_logged A) == 1)) && break; sleep 0.05; done
+(($(read_logged A) == 1)) || fail "A was not read ahead: $(cat daemon.log)"
+sleep 0.2	# A's reader reaped: the one slot free
+: <B || fail "cannot open B"
+sleep 1.5
+daemon_stop
+read -r p b r <<<"$(counter data_prefetched) $(counter skip_busy) $(counter skip_recent)"
+((p == 2 && b >= 1 && r == 0)) && (($(read_logged B) == 1)) ||
+	fail "data_prefetched $p, skip_busy $b, skip_recent $r, B read $(read_logged B) times: want 2, at least 1, 0, once: $(cat daemon.log)"
+pass "a file skipped while the readers were busy (skip_busy $b) is read at its next open, 1 s later (data_prefetched 2, skip_recent 0)"
