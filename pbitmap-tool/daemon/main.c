@@ -338,10 +338,32 @@ static bool data_wanted(int fd, time_t now)
 }
 
 
+/*
+ * The file of an open event, O_PATH (nothing is opened for reading until
+ * it is known to be a data file), by its handle: -1 and errno when it
+ * cannot be (ESTALE: deleted since; ENODEV: its filesystem not watched,
+ * or no longer mounted where it was).
+ */
+static int event_file(const struct fanotify_event_info_fid *fid)
+{
+	int root = fid ? fs_root_open(&fid->fsid) : -1, fd, err;
+
+	if (root < 0) {
+		errno = ENODEV;
+		return -1;
+	}
+	fd = open_by_handle_at(root, (struct file_handle *)(uintptr_t)fid->handle,
+			       O_PATH | O_CLOEXEC);
+	err = errno;
+	close(root);
+	errno = err;
+	return fd;
+}
+
 static void handle_open(const struct fanotify_event_metadata *m, int report_fd, time_t now)
 {
 	const struct fanotify_event_info_fid *fid = event_info(m, FAN_EVENT_INFO_TYPE_FID);
-	int mount_fd = fid ? fs_handle_fd(&fid->fsid) : -1, fd, after;
+	int fd, after;
 	pid_t child, exec_kid;
 
 	/*
@@ -354,10 +376,6 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 	pbd.n.opens++;
 	if (!(m->mask & FAN_OPEN))
 		return;
-	if (mount_fd < 0) {	/* no file handle, or a filesystem not watched */
-		pbd.n.skip_handle++;
-		return;
-	}
 	/*
 	 * An exec child opening a data file its program's plan lists (the
 	 * benchmark's git pack) is not its opener: a data child started by
@@ -372,16 +390,14 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 		pbd.n.own_opens++;
 		return;
 	}
-	/* O_PATH: nothing is opened for reading until it is known to be a data file */
-	fd = open_by_handle_at(mount_fd, (struct file_handle *)(uintptr_t)fid->handle,
-			       O_PATH | O_CLOEXEC);
+	fd = event_file(fid);
 	if (fd < 0) {
 		/*
 		 * ESTALE: deleted since (a temporary file opened and
 		 * unlinked at once), as usual.  Anything else (ENOMEM, a
 		 * policy refusing the call after the start's probe, a
-		 * filesystem that cannot decode its handles) is counted, or
-		 * data files would stop being read ahead without a trace.
+		 * filesystem unmounted or mounted over) is counted, or data
+		 * files would stop being read ahead without a trace.
 		 */
 		if (errno != ESTALE)
 			pbd.n.skip_handle++;

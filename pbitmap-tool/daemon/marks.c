@@ -41,7 +41,7 @@ bool is_local(dev_t dev)
 }
 
 /* The open group's filesystem whose ID is @fsid, or NULL. */
-static const struct watched_fs *fs_of_fsid(const __kernel_fsid_t *fsid)
+static struct watched_fs *fs_of_fsid(const __kernel_fsid_t *fsid)
 {
 	for (size_t i = 0; i < pbd.nr_fs; i++)
 		if (!memcmp(&pbd.fs[i].fsid, fsid, sizeof(*fsid)))
@@ -49,16 +49,33 @@ static const struct watched_fs *fs_of_fsid(const __kernel_fsid_t *fsid)
 	return NULL;
 }
 
-int fs_handle_fd(const __kernel_fsid_t *fsid)
+/*
+ * Opened for each event and closed after it, not kept open from the start:
+ * a descriptor kept on a filesystem makes it busy, and no filesystem the
+ * daemon watched (a USB stick, a backup disk) could be unmounted while it
+ * ran.  What is mounted there now must be the filesystem watched.
+ */
+int fs_root_open(const __kernel_fsid_t *fsid)
 {
 	const struct watched_fs *fs = fs_of_fsid(fsid);
+	struct statfs sfs;
+	struct stat st;
+	int fd;
 
-	return fs ? fs->fd : -1;
+	if (!fs)
+		return -1;
+	fd = open(fs->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);	/* not O_PATH: open_by_handle_at() */
+	if (fd >= 0 && (fstatfs(fd, &sfs) || fstat(fd, &st) || st.st_dev != fs->dev ||
+			memcmp(&sfs.f_fsid, fsid, sizeof(*fsid)))) {
+		close(fd);
+		fd = -1;
+	}
+	return fd;
 }
 
 /*
- * Opens on the filesystem mounted at @mnt, reported by file handle, and a
- * descriptor to open those handles with.  Not fatal: execs are watched
+ * Opens on the filesystem mounted at @mnt, reported by file handle, and
+ * where to open those handles (fs_root_open()).  Not fatal: execs are watched
  * whatever happens here (a filesystem without file handles, say).
  *
  * An event names its filesystem by ID alone, and two filesystems can share
@@ -72,35 +89,45 @@ int fs_handle_fd(const __kernel_fsid_t *fsid)
  */
 static void watch_opens(int fan, const char *mnt)
 {
-	const struct watched_fs *twin;
+	struct watched_fs *twin;
 	struct statfs sfs;
-	int fd;
+	struct stat st;
+	char *name;
 
 	if (fan < 0 || pbd.nr_fs == MAX_LOCAL_FS)
 		return;
-	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);	/* not O_PATH: open_by_handle_at() */
-	if (fd < 0 || fstatfs(fd, &sfs)) {
+	if (statfs(mnt, &sfs) || stat(mnt, &st) || !(name = strdup(mnt))) {
 		pb_error_errno(mnt, "cannot watch opens of data files");
-		if (fd >= 0)
-			close(fd);
 		return;
 	}
 	twin = fs_of_fsid((const __kernel_fsid_t *)&sfs.f_fsid);
-	if (twin) {
+	if (twin && twin->dev != st.st_dev) {
 		pb_skip(mnt, "opens of data files not watched: it has the filesystem ID of %s "
 			"(a copy with the same UUID?), and an event does not say which of "
-			"the two it came from", twin->mnt ? twin->mnt : "another watched one");
-		close(fd);
+			"the two it came from", twin->mnt);
+		free(name);
 		return;
 	}
 	if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, mnt)) {
 		pb_error_errno(mnt, "cannot watch opens of data files");
-		close(fd);
+		free(name);
 		return;
 	}
-	pbd.fs[pbd.nr_fs].mnt = strdup(mnt);	/* for that message; NULL: none */
-	memcpy(&pbd.fs[pbd.nr_fs].fsid, &sfs.f_fsid, sizeof(pbd.fs[0].fsid));
-	pbd.fs[pbd.nr_fs++].fd = fd;
+	if (twin) {	/* the same filesystem again: kept where it still is, else here */
+		int root = fs_root_open(&twin->fsid);
+
+		if (root >= 0) {
+			close(root);
+			free(name);
+		} else {
+			free(twin->mnt);
+			twin->mnt = name;
+		}
+		return;
+	}
+	pbd.fs[pbd.nr_fs].mnt = name;
+	pbd.fs[pbd.nr_fs].dev = st.st_dev;
+	memcpy(&pbd.fs[pbd.nr_fs++].fsid, &sfs.f_fsid, sizeof(pbd.fs[0].fsid));
 }
 
 /*
@@ -124,8 +151,10 @@ static uint64_t mount_chunk(const char *mnt, bool *wide)
 }
 
 /*
- * Mark each local filesystem of /proc/self/mountinfo once: execs in the
- * group @fan, opens in @fan_open.  0 or PB_FAIL.
+ * Mark each local filesystem of /proc/self/mountinfo: execs in the group
+ * @fan, opens in @fan_open.  0 or PB_FAIL.  At SIGHUP those known already
+ * are marked again (a mark that is there stays as it was): one unmounted
+ * and mounted again since has lost its marks with its superblock.
  */
 int mark_local(int fan, int fan_open)
 {
@@ -137,18 +166,24 @@ int mark_local(int fan, int fan_open)
 	if (!fp)
 		return pb_error_errno("/proc/self/mountinfo", "cannot read");
 	while (getline(&buf, &cap, fp) > 0) {
+		bool known;
+
 		sep = strstr(buf, " - ");
 		if (!sep || sscanf(buf, "%*u %*u %u:%u %*s %4095s", &maj, &min, mnt) != 3 ||
-		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type) ||
-		    is_local(makedev(maj, min)) || pbd.nr_local == MAX_LOCAL_FS)
+		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type))
 			continue;
+		known = is_local(makedev(maj, min));
 		/* mountinfo escapes blanks as \040: such mounts are left out */
-		if (strchr(mnt, '\\'))
+		if ((!known && pbd.nr_local == MAX_LOCAL_FS) || strchr(mnt, '\\'))
 			continue;
 		if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
 				  pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC,
 				  AT_FDCWD, mnt)) {
 			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
+			continue;
+		}
+		if (known) {
+			watch_opens(fan_open, mnt);
 			continue;
 		}
 		pbd.chunks[pbd.nr_local] = mount_chunk(mnt, &pbd.wide[pbd.nr_local]);

@@ -201,10 +201,8 @@ static int read_runs(FILE *fp, struct meta_run *r)
 /* The ID of the watched filesystem on @dev, as fstatfs() gives it. */
 static bool fsid_of(dev_t dev, unsigned int fsid[2])
 {
-	struct stat st;
-
 	for (size_t i = 0; i < pbd.nr_fs; i++)
-		if (!fstat(pbd.fs[i].fd, &st) && st.st_dev == dev) {
+		if (pbd.fs[i].dev == dev) {
 			fsid[0] = (unsigned int)pbd.fs[i].fsid.val[0];
 			fsid[1] = (unsigned int)pbd.fs[i].fsid.val[1];
 			return true;

@@ -146,8 +146,11 @@ struct pbd_state {
 	/* whether their read-ahead window is at least their largest request */
 	bool wide[MAX_LOCAL_FS];
 	size_t nr_local;
-	/* the open group's filesystems: a descriptor to open handles on */
-	struct watched_fs { __kernel_fsid_t fsid; int fd; char *mnt; } fs[MAX_LOCAL_FS];
+	/*
+	 * the open group's filesystems: where each is mounted, to open its
+	 * root for open_by_handle_at() (fs_root_open(); no descriptor kept)
+	 */
+	struct watched_fs { __kernel_fsid_t fsid; dev_t dev; char *mnt; } fs[MAX_LOCAL_FS];
 	size_t nr_fs;
 	struct counters n;
 	unsigned int children;
@@ -178,8 +181,12 @@ int config_print(void);			/* --print-config */
 /* marks.c */
 bool is_local(dev_t dev);
 int mark_local(int fan, int fan_open);
-/* The descriptor to open a handle of filesystem @fsid on, or -1: not watched. */
-int fs_handle_fd(const __kernel_fsid_t *fsid);
+/*
+ * A descriptor of the root of watched filesystem @fsid, to open its
+ * handles on, for the caller to close; -1: not watched, or no longer
+ * mounted there.
+ */
+int fs_root_open(const __kernel_fsid_t *fsid);
 
 /* budget.c */
 ssize_t read_text(const char *path, char *buf, size_t size);

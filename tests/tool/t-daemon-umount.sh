@@ -1,0 +1,51 @@
+#!/bin/bash
+# t-daemon-umount: a filesystem pbitmapd watches can be unmounted while it
+# runs, and is watched again once mounted again and the daemon told
+# (SIGHUP).  The daemon once kept a descriptor of every watched
+# filesystem's root open, to open its events' file handles on: "umount:
+# target is busy" for a USB stick or a backup disk until it stopped.
+#
+# An ext4 image on a loop device (one device throughout: mounted again, it
+# has the same device number and filesystem ID), a stamped data file on it:
+#   - opened: read ahead (data_prefetched 1: its opens are watched);
+#   - umount succeeds with the daemon running;
+#   - mounted again, SIGHUP, opened again: read ahead (data_prefetched 2),
+#     no open's file failed to open by its handle (skip_handle 0);
+#   - SIGTERM: exit 0, no sanitizer report.
+
+source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
+need mkfs.ext4 losetup mount umount truncate
+[[ $(id -u) == 0 ]] || fail "must run as root: a loop device, and pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+truncate -s 32M fs.img && mkfs.ext4 -q -F fs.img && mkdir mnt || fail "cannot make fs.img"
+loop=$(losetup -f --show fs.img) || fail "cannot attach fs.img to a loop device"
+at_exit "losetup -d $loop"
+mount "$loop" mnt || fail "cannot mount $loop"
+at_exit "umount $d/mnt 2>/dev/null"
+head -c $((1 << 20)) /dev/urandom >mnt/data && "$PBITMAP" add -q mnt/data &&
+	"$PBITMAP" set -q --pages 0-7 mnt/data || fail "cannot stamp mnt/data"
+sleep 2.1	# pbitmap's own opens of it: none counted, but not "recent" either
+
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
+daemon_start on.conf
+read_logged() { grep -c "^pbitmapd: $d/mnt/data: opened by pid [0-9]*: data file, 1 extents" daemon.log; }
+: <mnt/data || fail "cannot open mnt/data"
+for _ in $(seq 100); do (($(read_logged) == 1)) && break; sleep 0.05; done
+(($(read_logged) == 1)) || fail "mnt/data was not read ahead at its open: $(cat daemon.log)"
+umount mnt 2>"$ERR" || fail "umount with pbitmapd running: $(cat "$ERR")"
+pass "a watched filesystem unmounted while pbitmapd runs"
+
+mount "$loop" mnt || fail "cannot mount $loop again"
+kill -HUP "$DPID"
+sleep 2.1	# the last read of it is no longer "recent"
+: <mnt/data || fail "cannot open mnt/data"
+for _ in $(seq 100); do (($(read_logged) == 2)) && break; sleep 0.05; done
+sleep 1	# the reader logs before it reports: its report read before SIGTERM
+daemon_stop
+read -r p h <<<"$(counter data_prefetched) $(counter skip_handle)"
+(($(read_logged) == 2 && p == 2 && h == 0)) ||
+	fail "mounted again: mnt/data read $(read_logged) times, data_prefetched $p, skip_handle $h: want 2, 2, 0: $(cat daemon.log)"
+pass "mounted again and SIGHUP: its data file read ahead at its open again (data_prefetched 2, skip_handle 0)"
