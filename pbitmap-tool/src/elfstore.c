@@ -863,6 +863,44 @@ bool pb_elf_is_program(const struct pb_file *f)
 	return program;
 }
 
+/* Whether the dynamic segment @dynamic has a DT_NEEDED entry. */
+static bool needs_libraries(Elf *elf, const GElf_Phdr *dynamic)
+{
+	Elf_Data *d;
+	GElf_Dyn dyn;
+
+	if (dynamic->p_type != PT_DYNAMIC || !dynamic->p_filesz)
+		return false;
+	d = elf_getdata_rawchunk(elf, (int64_t)dynamic->p_offset, dynamic->p_filesz, ELF_T_DYN);
+	for (int i = 0; d && gelf_getdyn(d, i, &dyn) && dyn.d_tag != DT_NULL; i++)
+		if (dyn.d_tag == DT_NEEDED)
+			return true;
+	return false;
+}
+
+/*
+ * The other ELF files execve() opens for exec, denying writers while it
+ * runs: the dynamic loader, which every dynamic program's exec opens (its
+ * PT_INTERP), and a static PIE.  Both are ET_DYN without PT_INTERP, as
+ * shared libraries are; they alone need no library (a shared library
+ * needs at least the C library, and the C library the loader), and a
+ * static PIE has DF_1_PIE.
+ */
+static bool loader_or_static_pie(const struct pb_file *f)
+{
+	Elf *elf = begin(f);
+	GElf_Phdr dynamic;
+	GElf_Ehdr h;
+	bool found = false;
+
+	if (!elf)
+		return false;
+	if (gelf_getehdr(elf, &h) && h.e_type == ET_DYN && !find_interp(elf, &dynamic))
+		found = flagged_pie(elf, &dynamic) || !needs_libraries(elf, &dynamic);
+	elf_end(elf);
+	return found;
+}
+
 uint64_t pb_elf_content_size(const struct pb_file *f)
 {
 	const struct pb_elf *e = f->elf;
@@ -1232,10 +1270,18 @@ static const char *in_place_refusal(struct pb_file *f, const struct stat *st,
 	 * fails with ETXTBSY: a program started in a loop (a compiler in a
 	 * build) would fail at random.  A program (ET_EXEC, PIE) keeps the
 	 * renamed copy; start-up plans written by the tool do not list the
-	 * program itself (cmd-plan.c).  Libraries are mapped, not executed.
+	 * program itself (cmd-plan.c).  So does the dynamic loader, which
+	 * every dynamic program's exec opens for exec (a write-open of it
+	 * would fail every such exec for as long as it is held, its fdatasync
+	 * included), and a static PIE.  Libraries are mapped, not executed:
+	 * one that is, its own way (Debian's libc.so.6 prints its version),
+	 * refuses the write-open while it runs (ETXTBSY, below).
 	 */
 	if (pb_elf_is_program(f))
 		return "an executable: a write-open would make a concurrent exec of it fail";
+	if (loader_or_static_pie(f))
+		return "the dynamic loader or a static PIE: a write-open would make a concurrent "
+		       "exec fail";
 	return NULL;
 }
 

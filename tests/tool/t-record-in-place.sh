@@ -17,8 +17,10 @@
 #     verify then says 1 replaced;
 #   - the fallbacks, each said with -v, each still a success, the record
 #     verifying and one generation more: the program itself (a write-open
-#     would make a concurrent exec fail), a library being executed (a copy
-#     of ld.so running: ETXTBSY), a library with file capabilities (a write
+#     would make a concurrent exec fail), the dynamic loader (a copy of
+#     ld.so: every dynamic exec opens it for exec), a library being
+#     executed (one with an entry point of its own, running: ETXTBSY), and
+#     once it ends, in place; a library with file capabilities (a write
 #     removes them; the renamed copy keeps them), one whose user.pbitmap
 #     marker is missing (the renamed copy gets it again);
 #   - the other slot torn (garbage written with dd at its offset, from show
@@ -139,22 +141,39 @@ fallback() {
 	expect_status 0 "$PBITMAP" verify "$f"
 }
 
-# A library being executed: a copy of ld.so running a program.
+# The dynamic loader, running or not: every dynamic program's exec opens
+# it for exec, and would fail for as long as a write-open of it is held.
 cp "$LDSO" ld.so || fail "cp ld.so"
 "$PBITMAP" add -q ld.so || fail "cannot stamp ld.so"
-./ld.so /bin/sleep 60 &
+fallback ld.so "the dynamic loader or a static PIE" ./ld.so ./m
+fallback ld.so "the dynamic loader or a static PIE" ./ld.so ./m
+pass "the dynamic loader (a copy of ld.so), not running: written by a renamed copy every time, verifies"
+
+# A library being executed: one with an entry point of its own (as
+# Debian's libc.so.6 has), running; a program linked to it is recorded.
+cat >runlib.c <<EOC
+#include <unistd.h>
+const char interp[] __attribute__((section(".interp"))) = "$LDSO";
+int runlib_value(void) { return 0; }
+void runlib_main(void) { for (;;) pause(); }
+EOC
+printf 'int runlib_value(void);\nint main(void) { return runlib_value(); }\n' >uses-runlib.c
+gcc -shared -fPIC -o runlib.so runlib.c -Wl,-e,runlib_main &&
+	gcc -o uses-runlib uses-runlib.c ./runlib.so -Wl,-rpath,"$d" || fail "cannot build runlib.so"
+"$PBITMAP" add -q runlib.so || fail "cannot stamp runlib.so"
+./runlib.so &
 busy=$!
 at_exit "kill $busy 2>/dev/null"
-for _ in $(seq 50); do [[ $(readlink "/proc/$busy/exe") == "$d/ld.so" ]] && break; sleep 0.1; done
-[[ $(readlink "/proc/$busy/exe") == "$d/ld.so" ]] || fail "the copy of ld.so does not run"
-fallback ld.so "it is being executed (ETXTBSY" ./ld.so ./m
-kill -0 "$busy" || fail "the running ld.so died"
+for _ in $(seq 50); do [[ $(readlink "/proc/$busy/exe") == "$d/runlib.so" ]] && break; sleep 0.1; done
+[[ $(readlink "/proc/$busy/exe") == "$d/runlib.so" ]] || fail "runlib.so does not run"
+fallback runlib.so "it is being executed (ETXTBSY" ./uses-runlib
+kill -0 "$busy" || fail "the running runlib.so died"
 kill "$busy"; wait "$busy" 2>/dev/null
-i=$(ino ld.so)
-expect_status 0 rec -v -- ./ld.so ./m
-grep -q "ld.so: written in place" "$ERR" && [[ $(ino ld.so) == "$i" ]] ||
-	fail "ld.so no longer executed: not written in place: $(cat "$ERR")"
-pass "a library being executed (ld.so): ETXTBSY, written by a renamed copy, verifies; once it ends, in place"
+i=$(ino runlib.so)
+expect_status 0 rec -v -- ./uses-runlib
+grep -q "runlib.so: written in place" "$ERR" && [[ $(ino runlib.so) == "$i" ]] ||
+	fail "runlib.so no longer executed: not written in place: $(cat "$ERR")"
+pass "a library being executed (its own entry point): ETXTBSY, written by a renamed copy, verifies; once it ends, in place"
 
 # A library with file capabilities: a write(2) would remove them.
 libcopy cap && setcap cap_net_raw+ep cap/libc.so.6 || fail "cannot set up a library with capabilities"
