@@ -882,9 +882,10 @@ static bool needs_libraries(Elf *elf, const GElf_Phdr *dynamic)
  * The other ELF files execve() opens for exec, denying writers while it
  * runs: the dynamic loader, which every dynamic program's exec opens (its
  * PT_INTERP), and a static PIE.  Both are ET_DYN without PT_INTERP, as
- * shared libraries are; they alone need no library (a shared library
- * needs at least the C library, and the C library the loader), and a
- * static PIE has DF_1_PIE.
+ * shared libraries are, with an entry point, which a shared library seldom
+ * has; and a static PIE has DF_1_PIE, the loader no DT_NEEDED.  Libraries
+ * without DT_NEEDED exist (Debian 12's libicudata and libX11-xcb), but
+ * their entry point is 0.
  */
 static bool loader_or_static_pie(const struct pb_file *f)
 {
@@ -895,7 +896,7 @@ static bool loader_or_static_pie(const struct pb_file *f)
 
 	if (!elf)
 		return false;
-	if (gelf_getehdr(elf, &h) && h.e_type == ET_DYN && !find_interp(elf, &dynamic))
+	if (gelf_getehdr(elf, &h) && h.e_type == ET_DYN && h.e_entry && !find_interp(elf, &dynamic))
 		found = flagged_pie(elf, &dynamic) || !needs_libraries(elf, &dynamic);
 	elf_end(elf);
 	return found;

@@ -175,6 +175,19 @@ grep -q "runlib.so: written in place" "$ERR" && [[ $(ino runlib.so) == "$i" ]] |
 	fail "runlib.so no longer executed: not written in place: $(cat "$ERR")"
 pass "a library being executed (its own entry point): ETXTBSY, written by a renamed copy, verifies; once it ends, in place"
 
+# A library that needs no other (as Debian's libicudata does) is no loader:
+# no entry point, so in place.
+printf 'int nolibs_value(void) { return 0; }\n' >nolibs.c
+printf 'int nolibs_value(void);\nint main(void) { return nolibs_value(); }\n' >uses-nolibs.c
+gcc -shared -fPIC -nostdlib -o nolibs.so nolibs.c &&
+	gcc -o uses-nolibs uses-nolibs.c ./nolibs.so -Wl,-rpath,"$d" || fail "cannot build nolibs.so"
+"$PBITMAP" add -q nolibs.so || fail "cannot stamp nolibs.so"
+i=$(ino nolibs.so)
+expect_status 0 rec -v -- ./uses-nolibs
+grep -q "nolibs.so: written in place" "$ERR" && [[ $(ino nolibs.so) == "$i" ]] ||
+	fail "a library without DT_NEEDED (no entry point) not written in place: $(cat "$ERR")"
+pass "a library that needs no other library, without an entry point: written in place"
+
 # A library with file capabilities: a write(2) would remove them.
 libcopy cap && setcap cap_net_raw+ep cap/libc.so.6 || fail "cannot set up a library with capabilities"
 c=$(getcap cap/libc.so.6 | sed 's|^[^ ]* ||')
