@@ -87,35 +87,42 @@ int fs_root_open(const __kernel_fsid_t *fsid)
  * the disk measured).  So opens are watched on the first filesystem of an
  * ID only (mountinfo's order: the root first), and said.
  */
-static void watch_opens(int fan, const char *mnt)
+static void watch_opens(int fan, const char *mnt, bool known)
 {
 	struct watched_fs *twin;
 	struct statfs sfs;
 	struct stat st;
 	char *name;
+	int root = -1;
 
 	if (fan < 0 || pbd.nr_fs == MAX_LOCAL_FS)
 		return;
 	if (statfs(mnt, &sfs) || stat(mnt, &st) || !(name = strdup(mnt))) {
-		pb_error_errno(mnt, "cannot watch opens of data files");
+		if (!known)
+			pb_error_errno(mnt, "cannot watch opens of data files");
 		return;
 	}
 	twin = fs_of_fsid((const __kernel_fsid_t *)&sfs.f_fsid);
-	if (twin && twin->dev != st.st_dev) {
+	/* one no longer mounted where it was: this one now, on whatever device */
+	if (twin && twin->dev != st.st_dev && (root = fs_root_open(&twin->fsid)) < 0) {
+		twin->dev = st.st_dev;
+	} else if (twin && twin->dev != st.st_dev) {
+		close(root);
 		pb_skip(mnt, "opens of data files not watched: it has the filesystem ID of %s "
 			"(a copy with the same UUID?), and an event does not say which of "
 			"the two it came from", twin->mnt);
 		free(name);
 		return;
 	}
+	/* a further mount of a known device (a btrfs subvolume): EXDEV, not said */
 	if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, AT_FDCWD, mnt)) {
-		pb_error_errno(mnt, "cannot watch opens of data files");
+		if (!known)
+			pb_error_errno(mnt, "cannot watch opens of data files");
 		free(name);
 		return;
 	}
 	if (twin) {	/* the same filesystem again: kept where it still is, else here */
-		int root = fs_root_open(&twin->fsid);
-
+		root = fs_root_open(&twin->fsid);
 		if (root >= 0) {
 			close(root);
 			free(name);
@@ -179,16 +186,17 @@ int mark_local(int fan, int fan_open)
 		if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
 				  pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC,
 				  AT_FDCWD, mnt)) {
-			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
+			if (!known)	/* a btrfs subvolume's further mount: EXDEV */
+				pb_error_errno(mnt, "cannot watch (fanotify_mark)");
 			continue;
 		}
 		if (known) {
-			watch_opens(fan_open, mnt);
+			watch_opens(fan_open, mnt, true);
 			continue;
 		}
 		pbd.chunks[pbd.nr_local] = mount_chunk(mnt, &pbd.wide[pbd.nr_local]);
 		pbd.local[pbd.nr_local++] = makedev(maj, min);
-		watch_opens(fan_open, mnt);
+		watch_opens(fan_open, mnt, false);
 		if (pb_verbose)
 			pb_note(mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB%s)",
 				type, maj, min,

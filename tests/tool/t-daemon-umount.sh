@@ -5,12 +5,16 @@
 # filesystem's root open, to open its events' file handles on: "umount:
 # target is busy" for a USB stick or a backup disk until it stopped.
 #
-# An ext4 image on a loop device (one device throughout: mounted again, it
-# has the same device number and filesystem ID), a stamped data file on it:
+# An ext4 image on a loop device (mounted again on it, it has the same
+# device number and filesystem ID), a stamped data file on it:
 #   - opened: read ahead (data_prefetched 1: its opens are watched);
 #   - umount succeeds with the daemon running;
 #   - mounted again, SIGHUP, opened again: read ahead (data_prefetched 2),
 #     no open's file failed to open by its handle (skip_handle 0);
+#   - unmounted, mounted from a second loop device of the same image (a
+#     disk back under another name: the same ID, another device number),
+#     SIGHUP, opened: read ahead there (data_prefetched 3), not taken for a
+#     copy with the same UUID;
 #   - SIGTERM: exit 0, no sanitizer report.
 
 source "$(dirname "$0")/../lib.sh"
@@ -35,6 +39,13 @@ read_logged() { grep -c "^pbitmapd: $d/mnt/data: opened by pid [0-9]*: data file
 : <mnt/data || fail "cannot open mnt/data"
 for _ in $(seq 100); do (($(read_logged) == 1)) && break; sleep 0.05; done
 (($(read_logged) == 1)) || fail "mnt/data was not read ahead at its open: $(cat daemon.log)"
+# the reader logs, then reports and exits: gone (pending 0) before the umount
+for _ in $(seq 50); do
+	[[ $(counter data_prefetched) == 1 && $(counter pending) == 0 ]] && break
+	sleep 0.1
+done
+[[ $(counter data_prefetched) == 1 && $(counter pending) == 0 ]] ||
+	fail "mnt/data's reader not done: $(tr '\n' ' ' <status)"
 umount mnt 2>"$ERR" || fail "umount with pbitmapd running: $(cat "$ERR")"
 pass "a watched filesystem unmounted while pbitmapd runs"
 
@@ -43,9 +54,35 @@ kill -HUP "$DPID"
 sleep 2.1	# the last read of it is no longer "recent"
 : <mnt/data || fail "cannot open mnt/data"
 for _ in $(seq 100); do (($(read_logged) == 2)) && break; sleep 0.05; done
-sleep 1	# the reader logs before it reports: its report read before SIGTERM
+for _ in $(seq 50); do
+	[[ $(counter data_prefetched) == 2 && $(counter pending) == 0 ]] && break
+	sleep 0.1
+done
+(($(read_logged) == 2)) && [[ $(counter data_prefetched) == 2 && $(counter skip_handle) == 0 ]] ||
+	fail "mounted again: mnt/data read $(read_logged) times; want 2, data_prefetched 2, skip_handle 0: $(tr '\n' ' ' <status) $(cat daemon.log)"
+pass "mounted again and SIGHUP: its data file read ahead at its open again (data_prefetched 2, skip_handle 0)"
+
+# The same filesystem on another device (a disk back as sdc1, not sdb1):
+# the same ID, the old one gone, so it is watched there now.
+umount mnt || fail "cannot unmount mnt a second time"
+loop2=$(losetup -f --show fs.img) || fail "cannot attach fs.img to a second loop device"
+at_exit "losetup -d $loop2"
+[[ $loop2 != "$loop" ]] || fail "the second loop device is the first"
+mount "$loop2" mnt || fail "cannot mount $loop2"
+kill -HUP "$DPID"
+sleep 2.1
+: <mnt/data || fail "cannot open mnt/data"
+for _ in $(seq 100); do (($(read_logged) == 3)) && break; sleep 0.05; done
+for _ in $(seq 50); do
+	[[ $(counter data_prefetched) == 3 && $(counter pending) == 0 ]] && break
+	sleep 0.1
+done
 daemon_stop
 read -r p h <<<"$(counter data_prefetched) $(counter skip_handle)"
-(($(read_logged) == 2 && p == 2 && h == 0)) ||
-	fail "mounted again: mnt/data read $(read_logged) times, data_prefetched $p, skip_handle $h: want 2, 2, 0: $(cat daemon.log)"
-pass "mounted again and SIGHUP: its data file read ahead at its open again (data_prefetched 2, skip_handle 0)"
+(($(read_logged) == 3 && p == 3 && h == 0)) ||
+	fail "on another device: mnt/data read $(read_logged) times, data_prefetched $p, skip_handle $h: want 3, 3, 0: $(cat daemon.log)"
+if grep -q "not watched: it has the filesystem ID" daemon.log; then
+	fail "the filesystem back on another device was taken for a copy: $(cat daemon.log)"
+fi
+umount mnt || fail "cannot unmount mnt after the daemon"
+pass "back on another loop device and SIGHUP: watched there (data_prefetched 3, skip_handle 0)"
