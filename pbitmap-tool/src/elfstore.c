@@ -822,19 +822,26 @@ static bool find_interp(Elf *elf, GElf_Phdr *dynamic)
 	return interp;
 }
 
-/* DF_1_PIE in the DT_FLAGS_1 entry of the dynamic segment @dynamic. */
-static bool flagged_pie(Elf *elf, const GElf_Phdr *dynamic)
+/* The first entry tagged @tag of the dynamic segment @dynamic, in *@out. */
+static bool dynamic_entry(Elf *elf, const GElf_Phdr *dynamic, int64_t tag, GElf_Dyn *out)
 {
 	Elf_Data *d;
-	GElf_Dyn dyn;
 
 	if (dynamic->p_type != PT_DYNAMIC || !dynamic->p_filesz)
 		return false;
 	d = elf_getdata_rawchunk(elf, (int64_t)dynamic->p_offset, dynamic->p_filesz, ELF_T_DYN);
-	for (int i = 0; d && gelf_getdyn(d, i, &dyn) && dyn.d_tag != DT_NULL; i++)
-		if (dyn.d_tag == DT_FLAGS_1)
-			return dyn.d_un.d_val & DF_1_PIE;
+	for (int i = 0; d && gelf_getdyn(d, i, out) && out->d_tag != DT_NULL; i++)
+		if (out->d_tag == tag)
+			return true;
 	return false;
+}
+
+/* DF_1_PIE in the DT_FLAGS_1 entry of the dynamic segment @dynamic. */
+static bool flagged_pie(Elf *elf, const GElf_Phdr *dynamic)
+{
+	GElf_Dyn dyn;
+
+	return dynamic_entry(elf, dynamic, DT_FLAGS_1, &dyn) && (dyn.d_un.d_val & DF_1_PIE);
 }
 
 /*
@@ -863,21 +870,6 @@ bool pb_elf_is_program(const struct pb_file *f)
 	return program;
 }
 
-/* Whether the dynamic segment @dynamic has a DT_NEEDED entry. */
-static bool needs_libraries(Elf *elf, const GElf_Phdr *dynamic)
-{
-	Elf_Data *d;
-	GElf_Dyn dyn;
-
-	if (dynamic->p_type != PT_DYNAMIC || !dynamic->p_filesz)
-		return false;
-	d = elf_getdata_rawchunk(elf, (int64_t)dynamic->p_offset, dynamic->p_filesz, ELF_T_DYN);
-	for (int i = 0; d && gelf_getdyn(d, i, &dyn) && dyn.d_tag != DT_NULL; i++)
-		if (dyn.d_tag == DT_NEEDED)
-			return true;
-	return false;
-}
-
 /*
  * The other ELF files execve() opens for exec, denying writers while it
  * runs: the dynamic loader, which every dynamic program's exec opens (its
@@ -891,13 +883,15 @@ static bool loader_or_static_pie(const struct pb_file *f)
 {
 	Elf *elf = begin(f);
 	GElf_Phdr dynamic;
+	GElf_Dyn needed;
 	GElf_Ehdr h;
 	bool found = false;
 
 	if (!elf)
 		return false;
 	if (gelf_getehdr(elf, &h) && h.e_type == ET_DYN && h.e_entry && !find_interp(elf, &dynamic))
-		found = flagged_pie(elf, &dynamic) || !needs_libraries(elf, &dynamic);
+		found = flagged_pie(elf, &dynamic) ||
+			!dynamic_entry(elf, &dynamic, DT_NEEDED, &needed);
 	elf_end(elf);
 	return found;
 }
