@@ -36,14 +36,18 @@ sleep 2.1	# pbitmap's own opens of it: none counted, but not "recent" either
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
 daemon_start on.conf
 read_logged() { grep -c "^pbitmapd: $d/mnt/data: opened by pid [0-9]*: data file, 1 extents" daemon.log; }
+# read_settled N: the Nth read logged; then, as the reader logs before it
+# reports and exits, counted and gone (pending 0): at most 10 s
+read_settled() {
+	for _ in $(seq 100); do (($(read_logged) == $1)) && break; sleep 0.05; done
+	for _ in $(seq 50); do
+		[[ $(counter data_prefetched) == "$1" && $(counter pending) == 0 ]] && break
+		sleep 0.1
+	done
+}
 : <mnt/data || fail "cannot open mnt/data"
-for _ in $(seq 100); do (($(read_logged) == 1)) && break; sleep 0.05; done
+read_settled 1
 (($(read_logged) == 1)) || fail "mnt/data was not read ahead at its open: $(cat daemon.log)"
-# the reader logs, then reports and exits: gone (pending 0) before the umount
-for _ in $(seq 50); do
-	[[ $(counter data_prefetched) == 1 && $(counter pending) == 0 ]] && break
-	sleep 0.1
-done
 [[ $(counter data_prefetched) == 1 && $(counter pending) == 0 ]] ||
 	fail "mnt/data's reader not done: $(tr '\n' ' ' <status)"
 umount mnt 2>"$ERR" || fail "umount with pbitmapd running: $(cat "$ERR")"
@@ -53,11 +57,7 @@ mount "$loop" mnt || fail "cannot mount $loop again"
 kill -HUP "$DPID"
 sleep 2.1	# the last read of it is no longer "recent"
 : <mnt/data || fail "cannot open mnt/data"
-for _ in $(seq 100); do (($(read_logged) == 2)) && break; sleep 0.05; done
-for _ in $(seq 50); do
-	[[ $(counter data_prefetched) == 2 && $(counter pending) == 0 ]] && break
-	sleep 0.1
-done
+read_settled 2
 (($(read_logged) == 2)) && [[ $(counter data_prefetched) == 2 && $(counter skip_handle) == 0 ]] ||
 	fail "mounted again: mnt/data read $(read_logged) times; want 2, data_prefetched 2, skip_handle 0: $(tr '\n' ' ' <status) $(cat daemon.log)"
 pass "mounted again and SIGHUP: its data file read ahead at its open again (data_prefetched 2, skip_handle 0)"
@@ -72,11 +72,7 @@ mount "$loop2" mnt || fail "cannot mount $loop2"
 kill -HUP "$DPID"
 sleep 2.1
 : <mnt/data || fail "cannot open mnt/data"
-for _ in $(seq 100); do (($(read_logged) == 3)) && break; sleep 0.05; done
-for _ in $(seq 50); do
-	[[ $(counter data_prefetched) == 3 && $(counter pending) == 0 ]] && break
-	sleep 0.1
-done
+read_settled 3
 daemon_stop
 read -r p h <<<"$(counter data_prefetched) $(counter skip_handle)"
 (($(read_logged) == 3 && p == 3 && h == 0)) ||
