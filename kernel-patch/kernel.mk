@@ -195,7 +195,7 @@ VM_LSM_DIR    := $(BUILD)/vm-lsm-tests
 # The tests of what runs without the patch: a guest of their own
 # (vm-stock-check, below), booted from Debian's own kernel as it ships (issue 45).
 STOCK_DIR       := $(BUILD)/stock
-VM_STOCK_TESTS  := t-stock-run t-daemon t-daemon-hold t-daemon-learn t-daemon-learn-plan t-daemon-learn-swap t-daemon-meta t-device-gap
+VM_STOCK_TESTS  := t-stock-run t-daemon t-daemon-hold t-daemon-learn t-daemon-learn-btrfs t-daemon-learn-plan t-daemon-learn-swap t-daemon-meta t-device-gap
 VM_STOCK_DIR    := $(BUILD)/vm-stock-tests
 stock-kernel: deps
 	$(KP_DIR)/scripts/stock-kernel $(STOCK_DIR)
@@ -239,6 +239,7 @@ vm-stock-check: image stock-kernel $(BUILD)/pbitmapd
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug $(KP_DIR)/tests/bpf,$(wildcard $(KP_DIR)/tests/*)) \
 		$(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_STOCK_TESTS)) $(BUILD)/pbitmapd tests/lib/resident.py \
 		$(VM_STOCK_DIR)/
+	cp -a $(STOCK_DIR)/test-modules $(VM_STOCK_DIR)/modules
 	# single-threaded TCG: pbitmapd attaches and detaches its BPF programs
 	# (fentry on handle_mm_fault) at every start and stop, and the kernel
 	# patches that text with int3 while the other vCPU runs it; under

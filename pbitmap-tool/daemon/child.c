@@ -14,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <linux/capability.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -127,6 +128,20 @@ struct task {
 };
 
 /*
+ * The 32-byte user.pbitmap of the exec'd file @exe_fd into @marker, read
+ * with the daemon's privileges (its user may run a program they may not
+ * read); zeros when it holds no marker.  Whether it holds one.
+ */
+static bool exe_marker(int exe_fd, unsigned char marker[sizeof(struct pbitmap_marker)])
+{
+	if (fgetxattr(exe_fd, PBITMAP_XATTR_NAME, marker, sizeof(struct pbitmap_marker)) ==
+	    sizeof(struct pbitmap_marker))
+		return true;
+	memset(marker, 0, sizeof(struct pbitmap_marker));
+	return false;
+}
+
+/*
  * Take @pid's root, credentials and name of the exec'd file: /proc reads
  * only, no disk, so that a short-lived program is still there.  0, or
  * PB_NONE when it is gone.
@@ -135,8 +150,7 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
 {
 	char path[64];
 
-	if (fgetxattr(exe_fd, PBITMAP_XATTR_NAME, t->marker, sizeof(t->marker)) != sizeof(t->marker))
-		memset(t->marker, 0, sizeof(t->marker));
+	exe_marker(exe_fd, t->marker);
 	snprintf(path, sizeof(path), "/proc/%d/root", (int)pid);
 	t->root = open(path, O_PATH | O_DIRECTORY | O_CLOEXEC);
 	if (t->root < 0 ||
@@ -169,6 +183,12 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
 		return PB_FAIL;
 	return 0;
+}
+
+/* User nobody, no capability: who decodes what anybody can label. */
+static int become_nobody(void)
+{
+	return drop_privileges(65534, 65534, NULL, 0, 0);
 }
 
 /*
@@ -255,17 +275,19 @@ static void exe_pages(int fd, const struct pb_record *rec, struct pb_exec_prefet
 }
 
 /*
- * The program's record, found through its marker (one attribute look-up,
- * one read; no ELF parsing on a start-up's critical path), and its own
- * pages, first, unless a plan the exec follows lists the program: that
- * plan reads them in their place in its order (read first as well, they
- * would be read twice, and ahead of pages the start-up needs before
- * them).  0, or PB_NONE for a record the kernel would refuse too.
+ * The program's record, found through its @marker (read as root: one
+ * read, no ELF parsing on a start-up's critical path), and its own pages,
+ * first, unless a plan the exec follows lists the program: that plan
+ * reads them in their place in its order (read first as well, they would
+ * be read twice, and ahead of pages the start-up needs before them).
+ * Called as the exec'ing user, or nobody: a record is for its file's
+ * owner to craft, and is not decoded with the daemon's privileges.  0, or
+ * PB_NONE for a record the kernel would refuse too.
  */
-static int exe_record(int fd, const struct stat *st, bool gone, struct pb_record *rec,
-		      struct pb_exec_prefetch *p)
+static int exe_record(int fd, const struct stat *st, const unsigned char *marker, bool gone,
+		      struct pb_record *rec, struct pb_exec_prefetch *p)
 {
-	if (pb_marker_record(fd, st, rec))
+	if (pb_marker_record_at(fd, st, marker, sizeof(struct pbitmap_marker), rec))
 		return PB_NONE;
 	if (!gone && !p->plan_to_kernel)	/* gone, or left: no plan followed */
 		p->exe_entry = pb_exec_plan_entry(rec, fd);
@@ -326,10 +348,11 @@ static bool leave_to_kernel(int setting, dev_t dev)
 
 /*
  * A record kept in user.pbitmap, as a data file keeps it (a data file at
- * its open, a script exec'd): its marked pages.  The value is read as
- * root; it is decoded (zstd, the record's checks) as nobody, with no
- * capability: a file anybody can label is not parsed with the daemon's
- * privileges.  0, or PB_NONE when it holds no valid record.
+ * its open, a script exec'd): its marked pages.  The value is read with
+ * the caller's identity (root for a script, a data file's opener) and
+ * decoded (zstd, the record's checks) as nobody, with no capability: a
+ * file anybody can label is not parsed with anybody else's rights.  0, or
+ * PB_NONE when it holds no valid record.
  */
 int xattr_pages(int fd, struct pb_exec_prefetch *p)
 {
@@ -340,7 +363,7 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
 	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
 
 	if (n <= 0 || fstat(fd, &st) || !S_ISREG(st.st_mode) ||
-	    drop_privileges(65534, 65534, NULL, 0, 0) || pb_xattr_decode(value, (size_t)n, &r))
+	    become_nobody() || pb_xattr_decode(value, (size_t)n, &r))
 		return PB_NONE;
 	content = le64toh(pb_hdr(&r)->content_size);
 	if (content > (uint64_t)st.st_size)
@@ -362,6 +385,7 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
  */
 static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd, struct report *r)
 {
+	unsigned char marker[sizeof(struct pbitmap_marker)];
 	struct pb_record rec = { 0 };
 
 	r->meta_only = true;
@@ -369,7 +393,9 @@ static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd,
 		if (r->p.budget)	/* 0: memory.high reached (meta_read()'s 0 is no limit) */
 			r->meta = meta_read(exe_fd, &r->exe, r->p.gap, r->p.budget,
 					    &r->meta_bytes);
-		if (!pb_marker_record(exe_fd, &r->exe, &rec)) {
+		/* the marker as root (an exec-only program), its record as nobody */
+		if (exe_marker(exe_fd, marker) && !become_nobody() &&
+		    !pb_marker_record_at(exe_fd, &r->exe, marker, sizeof(marker), &rec)) {
 			r->has_record = true;
 			r->rec_flags = le32toh(pb_hdr(&rec)->flags);
 		}
@@ -380,9 +406,10 @@ static void __attribute__((noreturn)) meta_only_child(int exe_fd, int report_fd,
 /*
  * One stamped exec: the task taken (before any read, while it runs), its
  * metadata list read (meta.c; as root, before the task's identity is
- * taken), the program's own pages read (they are needed first), then, in
- * its root and as its user, its plan's files or its libraries (or
- * neither: leave_to_kernel()).  The pages left to a plan (exe_record()) that
+ * taken), then, in its root and as its user (as nobody when it is gone),
+ * the program's record decoded and its own pages read (they are needed
+ * first), then its plan's files or its libraries (or neither:
+ * leave_to_kernel()).  The pages left to a plan (exe_record()) that
  * then is not followed, or does not read them all, are read after it, as
  * the kernel reads them.  A held exec (hold.c) goes on when this child has
  * exited: all it reads is submitted by then.
@@ -417,28 +444,29 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		r.p.exe_to_kernel = leave_to_kernel(pbd.cfg.read_program, st.st_dev);
 		r.p.libs_to_kernel = leave_to_kernel(pbd.cfg.read_libraries, st.st_dev);
 		r.p.plan_to_kernel = leave_to_kernel(pbd.cfg.read_plan, st.st_dev);
-		ret = exe_record(exe_fd, &st, r.gone, &rec, &r.p);
+		if (!pb_marker_is_one(t.marker, sizeof(t.marker))) {
+			/* a script: its own pages, nothing more */
+			ret = xattr_pages(exe_fd, &r.p);
+			script = !ret;
+		} else {
+			/* the task's user, or nobody: no record decoded as root */
+			ret = r.gone ? become_nobody() : enter_task(&t);
+		}
 	}
-	if (!ret) {	/* for the parent: whose runs of it may be learned */
-		r.has_record = true;
-		r.rec_flags = le32toh(pb_hdr(&rec)->flags);
-		r.exe = st;
-	}
-	if (ret == PB_NONE && pb_marker_is_one(t.marker, sizeof(t.marker))) {
+	if (!ret && !script) {
 		/*
-		 * A marker, and a record the kernel would refuse (a crafted
-		 * plan, say): no pages of its own, as in the kernel, but the
-		 * libraries' still (unless left to the kernel: no plan here).
+		 * A record the kernel would refuse (a crafted plan, say): no
+		 * pages of its own, as in the kernel, but the libraries'
+		 * still (unless left to the kernel: no plan here).
 		 */
-		ret = 0;
-	} else if (ret == PB_NONE) {	/* a script: its own pages, nothing more */
-		ret = xattr_pages(exe_fd, &r.p);
-		script = !ret;
-	}
-	if (!ret && !r.gone && !script) {
-		ret = enter_task(&t);
-		if (!ret) {
-			pb_confine_local(pbd.local, pbd.nr_local);
+		if (!exe_record(exe_fd, &st, t.marker, r.gone, &rec, &r.p)) {
+			/* for the parent: whose runs of it may be learned */
+			r.has_record = true;
+			r.rec_flags = le32toh(pb_hdr(&rec)->flags);
+			r.exe = st;
+		}
+		if (!r.gone) {
+			pb_confine_local(pbd.walk_devs, pbd.nr_walk_devs);
 			ret = pb_exec_rest(&rec, &st, t.exe, &r.p);
 		}
 	}
@@ -460,38 +488,86 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 
 
 /*
- * A data file's marked pages, as the kernel reads them at its mmap.  No
- * rights to take: the opener has opened the file, and the daemon reads it
- * by its handle, looking nothing up by name.
+ * Take the filesystem identity of the opener @pid of a data file: its real
+ * user and groups, and no capability in effect but CAP_SETUID and
+ * CAP_SETGID, kept for the drop to nobody that decodes the record
+ * (xattr_pages()): the opener may not be the file's owner, whose record
+ * it is to craft.  An open event says nothing of the open's mode: a user
+ * may open for writing only a file they may not read, and the daemon must
+ * not read it for them.  @opener: a pidfd of @pid, still its process once
+ * its identity is taken.  0, PB_NONE when it is gone, or PB_FAIL.
  */
-void data_child(int fd, pid_t pid, int after, int report_fd)
+static int as_opener(pid_t pid, int opener)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct caps[2];
+	static gid_t groups[NGROUPS_MAX];
+	uid_t uid;
+	gid_t gid;
+	int nr;
+
+	if (task_creds(pid, &uid, &gid, groups, NGROUPS_MAX, &nr, NULL) ||
+	    syscall(SYS_pidfd_send_signal, opener, 0, NULL, 0))
+		return PB_NONE;
+	if (syscall(SYS_capget, &hdr, caps))
+		return PB_FAIL;
+	caps[0].effective = (1u << CAP_SETUID) | (1u << CAP_SETGID);
+	caps[1].effective = 0;
+	if (syscall(SYS_capset, &hdr, caps) || setgroups((size_t)nr, groups))
+		return PB_FAIL;
+	setfsgid(gid);
+	setfsuid(uid);
+	/* they return the old value: the new one is checked by asking again */
+	return (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid ? 0 : PB_FAIL;
+}
+
+/*
+ * A data file's marked pages, as the kernel reads them at its mmap: opened
+ * and its attribute read as its opener (as_opener()), by the descriptor of
+ * the very file it opened, looking nothing up by name; its record decoded
+ * as nobody.  @opener: the opener's pidfd; @after: its exec's child's, or
+ * -1.
+ */
+void data_child(int fd, pid_t pid, int opener, int after, int report_fd)
 {
 	struct report r = { .data = true, .p = { .gap = pbd.cfg.gap, .budget = exec_budget(pid) } };
 	char self[64], name[PATH_MAX];
-	int keep[] = { fd, report_fd, after };
+	int keep[] = { fd, report_fd, opener, after };
 	struct pollfd exited = { after, POLLIN, 0 };
 	ssize_t n;
 	int rfd;
 
-	child_limits(keep, after >= 0 ? 3 : 2, CHILD_SECONDS, (unsigned int)pbd.cfg.child_cpu_s);
+	child_limits(keep, after >= 0 ? 4 : 3, CHILD_SECONDS, (unsigned int)pbd.cfg.child_cpu_s);
 	if (!r.p.budget) {
 		r.p.skip_budget = 1;
 		r.result = PB_FAIL;
 		child_report(report_fd, &r);
 	}
+	if (fstat(fd, &r.exe))	/* for the parent: not "recent" if nothing is read */
+		memset(&r.exe, 0, sizeof(r.exe));
+	/* first: it may have exited by the time the exec's child has */
+	r.result = as_opener(pid, opener);
+	r.gone = r.result == PB_NONE;
+	close(opener);
+	if (r.result)
+		child_report(report_fd, &r);
 	/* after the opener's exec child (a pidfd, readable when it exits), at most 2 s */
 	if (after >= 0) {
 		poll(&exited, 1, DATA_AFTER_EXEC_MS);
 		close(after);
+		r.after_exec = true;
 	}
 	/* the same inode as checked, now for reading (its O_PATH descriptor) */
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	n = pb_verbose ? readlink(self, name, sizeof(name) - 1) : -1;
 	name[n > 0 ? n : 0] = '\0';
 	rfd = open(self, O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+	r.p.skip_denied = rfd < 0 && (errno == EACCES || errno == EPERM);
 	r.result = rfd < 0 ? PB_NONE : xattr_pages(rfd, &r.p);
 	if (pb_verbose)
-		pb_note(n > 0 ? name : self, "opened by pid %d: data file, %" PRIu64 " extents, %"
-			PRIu64 " bytes", (int)pid, r.p.extents, r.p.bytes);
+		pb_note(n > 0 ? name : self, "opened by pid %d: %s, %" PRIu64 " extents, %"
+			PRIu64 " bytes", (int)pid,
+			r.p.skip_denied ? "data file its opener may not read" : "data file",
+			r.p.extents, r.p.bytes);
 	child_report(report_fd, &r);
 }

@@ -46,6 +46,7 @@
 /* The fields read, relocated by name against the running kernel's BTF. */
 struct super_block {
 	__u32 s_dev;
+	unsigned long s_magic;
 } __attribute__((preserve_access_index));
 
 struct inode {
@@ -82,6 +83,22 @@ struct linux_binprm {
 	unsigned int secureexec:1;
 } __attribute__((preserve_access_index));
 
+/*
+ * btrfs's inode and subvolume, in its module's BTF: stat(2) gives a btrfs
+ * file the device of its subvolume (btrfs_getattr(): root->anon_dev), not
+ * the filesystem's s_dev, and the daemon names files as stat(2) does.
+ * Relocated only where btrfs is there (bpf_core_type_exists()).
+ */
+struct btrfs_root___pbd {
+	__u32 anon_dev;
+} __attribute__((preserve_access_index));
+
+struct btrfs_inode___pbd {
+	struct btrfs_root___pbd *root;
+	struct inode vfs_inode;
+} __attribute__((preserve_access_index));
+
+#define BTRFS_SUPER_MAGIC	0x9123683E
 #define PAGE_SHIFT	12
 
 char LICENSE[] SEC("license") = "GPL";
@@ -150,10 +167,23 @@ static void emit(const struct pbd_learn_event *e)
 		count(PBD_STAT_EVENTS_LOST);
 }
 
-static void inode_key(const struct inode *inode, __u64 *dev, __u64 *ino)
+/*
+ * @inode's device and number as stat(2) gives them (learn.h); its
+ * filesystem's device into @sb_dev, if not NULL.
+ */
+static void inode_key(const struct inode *inode, __u64 *dev, __u64 *ino, __u64 *sb_dev)
 {
+	const struct btrfs_inode___pbd *bi;
+
 	*dev = BPF_CORE_READ(inode, i_sb, s_dev);
 	*ino = BPF_CORE_READ(inode, i_ino);
+	if (sb_dev)
+		*sb_dev = *dev;
+	if (bpf_core_type_exists(struct btrfs_inode___pbd) &&
+	    BPF_CORE_READ(inode, i_sb, s_magic) == BTRFS_SUPER_MAGIC) {
+		bi = (const void *)inode - bpf_core_field_offset(struct btrfs_inode___pbd, vfs_inode);
+		*dev = BPF_CORE_READ(bi, root, anon_dev);
+	}
 }
 
 SEC("tp_btf/sched_process_exec")
@@ -167,7 +197,7 @@ int BPF_PROG(pbd_exec, struct task_struct *p, int old_pid, struct linux_binprm *
 	struct pbd_learn_who *who;
 	__u32 tgid = p->tgid, zero = 0;
 
-	inode_key(bprm->file->f_inode, &key.dev, &key.ino);
+	inode_key(bprm->file->f_inode, &key.dev, &key.ino, NULL);
 	who = bpf_map_lookup_elem(&learnable, &key);
 	cfg = bpf_map_lookup_elem(&config, &zero);
 	/*
@@ -219,7 +249,7 @@ int BPF_PROG(pbd_fault, struct vm_area_struct *vma, unsigned long address,
 	if (!file)
 		return 0;
 	e.tgid = tgid;
-	inode_key(file->f_inode, &e.dev, &e.ino);
+	inode_key(file->f_inode, &e.dev, &e.ino, &e.sb_dev);
 	e.index = vma->vm_pgoff + ((address - vma->vm_start) >> PAGE_SHIFT);
 	emit(&e);
 	return 0;

@@ -156,6 +156,7 @@ static struct {
 	struct { dev_t dev; ino_t ino; uint64_t when_ms; } last[MAX_PROGRAMS];
 	unsigned int last_next;
 	int report_fd;
+	bool btrfs_typed;	/* learn.bpf.c relocated btrfs's types (btrfs_typed()) */
 } L = { .learnable_fd = -1, .learners_fd = -1, .stats_fd = -1, .helpers_fd = -1 };
 /* the runs followed: zeroed, outside L's initialiser, so not carried in the binary */
 static struct learner learners[MAX_LEARNERS];
@@ -234,10 +235,30 @@ static void note_run(dev_t dev, ino_t ino)
 }
 
 /*
- * The name of (@dev, @ino) in @l's mappings, relative to its root; NULL
- * when it has none there (exited, unmapped, deleted, or outside its root).
+ * Whether @l's mapping from @start to @end is of the file (@dev, @ino) as
+ * stat(2) gives it: /proc/PID/map_files follows to the mapped
+ * file itself.  Asked only where the file's stat(2) device is not its
+ * filesystem's (a btrfs subvolume's): the maps line gives the latter, and
+ * two subvolumes number their files alike (each one's first is 257).
  */
-static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
+static bool map_is(const struct learner *l, unsigned long start, unsigned long end, dev_t dev,
+		   ino_t ino)
+{
+	char path[96];
+	struct stat st;
+
+	/* unpadded: maps pads to 8 digits, and map_files takes no leading zero */
+	snprintf(path, sizeof(path), "/proc/%d/map_files/%lx-%lx", (int)l->tgid, start, end);
+	return !stat(path, &st) && st.st_dev == dev && st.st_ino == ino;
+}
+
+/*
+ * The name of the file (@dev, @ino) in @l's mappings, relative to its
+ * root; NULL when it has none there (exited, unmapped, deleted, or outside
+ * its root).  @sb_dev is its filesystem's device, as /proc/PID/maps gives
+ * it.
+ */
+static char *map_name(const struct learner *l, dev_t dev, dev_t sb_dev, ino_t ino)
 {
 	char path[64], *line = NULL, *name = NULL;
 	const char *rel;
@@ -249,13 +270,15 @@ static char *map_name(const struct learner *l, dev_t dev, ino_t ino)
 	if (!fp)
 		return NULL;
 	while (!name && getline(&line, &cap, fp) > 0) {
+		unsigned long start, end;
 		unsigned int maj, min;
 		unsigned long long inode;
 		int at = 0;
 		char *p;
 
-		if (sscanf(line, "%*x-%*x %*s %*x %x:%x %llu %n", &maj, &min, &inode, &at) != 3 ||
-		    !at || inode != ino || makedev(maj, min) != dev)
+		if (sscanf(line, "%lx-%lx %*s %*x %x:%x %llu %n", &start, &end, &maj, &min, &inode,
+			   &at) != 5 || !at || inode != ino || makedev(maj, min) != sb_dev ||
+		    (dev != sb_dev && !map_is(l, start, end, dev, ino)))
 			continue;
 		p = line + at;
 		p[strcspn(p, "\n")] = '\0';
@@ -406,7 +429,7 @@ static void on_exec(const struct pbd_learn_event *e)
 static void on_fault(const struct pbd_learn_event *e)
 {
 	struct learner *l = learner_find((pid_t)e->tgid);
-	dev_t dev = user_dev(e->dev);
+	dev_t dev = user_dev(e->dev), sb_dev = user_dev(e->sb_dev);
 	struct learn_file *f = NULL;
 	size_t nr;
 
@@ -420,12 +443,12 @@ static void on_fault(const struct pbd_learn_event *e)
 			f = &l->files[i];
 	if (!f) {
 		/* the daemon writes only on the filesystems it watches */
-		if (!is_local(dev) || l->nr_files == MAX_FILES)
+		if (!is_local(sb_dev) || l->nr_files == MAX_FILES)
 			return;
 		f = &l->files[l->nr_files++];
 		f->dev = dev;
 		f->ino = (ino_t)e->ino;
-		f->path = map_name(l, dev, f->ino);
+		f->path = map_name(l, dev, sb_dev, f->ino);
 		if (!f->path)
 			pbd.n.learn_lost++;
 	}
@@ -749,7 +772,7 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 	if (fchdir(l->root) || chroot(".") || chdir("/"))
 		_exit(1);
 	close(l->root);
-	pb_confine_local(pbd.local, pbd.nr_local);
+	pb_confine_local(pbd.walk_devs, pbd.nr_walk_devs);
 	while (exe < l->nr_files && !is_program(l, &l->files[exe]))
 		exe++;
 	for (size_t k = 0; k < l->nr_files; k++) {
@@ -889,6 +912,39 @@ static void meta_attach_point(void)
 	}
 }
 
+/*
+ * Whether btrfs's inode type is in the kernel's BTF or in its module's, as
+ * learn.bpf.c's inode_key() needs it to give a btrfs file the device
+ * stat(2) gives.  Asked before the object loads: what is there then was
+ * there for its relocations.
+ */
+static bool btrfs_typed(void)
+{
+	struct btf *vmlinux = btf__load_vmlinux_btf(), *mod = NULL;
+	bool found;
+
+	if (!vmlinux)
+		return false;
+	found = btf__find_by_name_kind(vmlinux, "btrfs_inode", BTF_KIND_STRUCT) >= 0;
+	if (!found) {
+		mod = btf__load_module_btf("btrfs", vmlinux);
+		found = mod && btf__find_by_name_kind(mod, "btrfs_inode", BTF_KIND_STRUCT) >= 0;
+	}
+	btf__free(mod);
+	btf__free(vmlinux);
+	return found;
+}
+
+/*
+ * Whether the files of a btrfs mounted now can be learned: learning is off,
+ * or btrfs's types were there when it loaded.  Not: a btrfs module loaded
+ * since the daemon started (mark_local() says so).
+ */
+bool learn_knows_btrfs(void)
+{
+	return !L.obj || L.btrfs_typed;
+}
+
 int learn_start(int report_fd)
 {
 	struct pbd_learn_config cfg = { .window_ns = pbd.cfg.learn_window_ms * 1000000 };
@@ -907,8 +963,10 @@ int learn_start(int report_fd)
 	err = L.obj ? 0 : -errno;
 	if (!err)
 		meta_attach_point();
-	if (!err)
+	if (!err) {
+		L.btrfs_typed = btrfs_typed();
 		err = bpf_object__load(L.obj);
+	}
 	if (!err) {
 		bpf_object__for_each_program(prog, L.obj) {
 			struct bpf_link *link;
@@ -952,6 +1010,8 @@ int learn_start(int report_fd)
 			 "pbitmapd needs a kernel with BTF (6.12 or later)", strerror(-err));
 		return PB_FAIL;
 	}
+	if (!L.btrfs_typed && pbd.btrfs_watched)
+		pb_note(NULL, "files on btrfs are not learned: btrfs has no BTF here");
 	return ring_buffer__epoll_fd(L.rb);
 }
 

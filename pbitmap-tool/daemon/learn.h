@@ -22,18 +22,22 @@ struct pbd_learn_event {
 	__u32 tgid;
 	__u32 uid;		/* EXEC: real user and group of the exec */
 	__u32 gid;
-	__u64 dev;		/* the kernel's dev_t: major << 20 | minor */
+	__u64 dev;		/* the kernel's dev_t (major << 20 | minor) of
+				 * the file as stat(2) gives it: on btrfs, its
+				 * subvolume's, not the filesystem's */
 	__u64 ino;
 	__u64 index;		/* FAULT: the page's index in the file */
 	__u64 start;		/* EXEC: the process's start (start_boottime, ns) */
 	__u64 nr;		/* META: pages from @index */
 	__u32 meta_only;	/* EXEC: the program's pbd_learn_who.meta_only */
 	__u32 pad;
+	__u64 sb_dev;		/* FAULT: the file's filesystem (its superblock's
+				 * dev_t), as mountinfo and /proc/PID/maps give it */
 };
 
 /* The programs whose runs may be learned (learnable map). */
 struct pbd_learn_key {
-	__u64 dev;		/* the kernel's dev_t */
+	__u64 dev;		/* the kernel's dev_t, as stat(2) gives it */
 	__u64 ino;
 };
 

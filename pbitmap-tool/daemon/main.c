@@ -23,10 +23,13 @@
  *     its exec nothing but the event: stamped ELF files carry that marker
  *     (docs/FORMAT.md) so that nobody has to parse their section headers.
  *   - Data files (a record in user.pbitmap) are read ahead when opened,
- *     as the kernel reads them at mmap: a second group reports opens by
- *     file handle (FAN_REPORT_FID), so that the kernel opens nothing for
- *     the daemon (no FIFO, no device) and an unstamped open costs one
- *     handle look-up and one attribute look-up here.
+ *     as the kernel reads them at mmap, and as their opener (an open for
+ *     writing only reads nothing its user may not): a second group
+ *     reports opens by file handle (FAN_REPORT_FID), so that the kernel
+ *     opens nothing for the daemon (no FIFO, no device) and an unstamped
+ *     open costs one handle look-up and one attribute look-up here, and
+ *     with a pidfd of the opener (FAN_REPORT_PIDFD), not a PID that
+ *     another process may have by the time the event is read.
  *   - Each stamped exec is handled by a child that chroot()s into the
  *     exec'ing task's root (/proc/PID/root: its mount namespace, its
  *     container) and takes that task's filesystem credentials: paths
@@ -190,6 +193,14 @@ static void note_read(dev_t dev, ino_t ino, time_t now)
 	pbd.recent_next = (pbd.recent_next + 1) % RECENT_SLOTS;
 }
 
+/* A file let through that was not read after all (its data child's report). */
+static void forget_read(dev_t dev, ino_t ino)
+{
+	for (unsigned int i = 0; i < RECENT_SLOTS; i++)
+		if (pbd.recent[i].dev == dev && pbd.recent[i].ino == ino)
+			pbd.recent[i].when = 0;
+}
+
 /* A patched kernel's sysctl (@fd kept open, -1 on a stock kernel) not 0. */
 bool sysctl_on(int fd)
 {
@@ -316,8 +327,12 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 
 /* ---- data files, at their open -------------------------------------------- */
 
-/* Whether a file opened (@fd, O_PATH) is a stamped data file to read ahead. */
-static bool data_wanted(int fd, time_t now)
+/*
+ * Whether a file opened (@fd, O_PATH) by the process of @pidfd (the
+ * event's) is a stamped data file to read ahead, and may be now
+ * (may_start(): then "recent").
+ */
+static bool data_wanted(int fd, int pidfd, time_t now)
 {
 	static unsigned char value[65536];	/* the largest attribute value */
 	char self[64];
@@ -334,9 +349,53 @@ static bool data_wanted(int fd, time_t now)
 		pbd.n.skip_kernel++;
 		return false;
 	}
+	/*
+	 * The opener, while it is one: read as (data_child()).  Its PID
+	 * could name another process once it has been reaped; the event's
+	 * pidfd (FAN_REPORT_PIDFD) is made of the opener itself (the event
+	 * pins its struct pid) when the event is read, and is none
+	 * (FAN_NOPIDFD) once it has been reaped, or FAN_EPIDFD when it could
+	 * not be made (both counted as gone).  The identity read by PID in
+	 * /proc is checked against it afterwards (as_opener()): no process
+	 * given the opener's PID is read as.
+	 */
+	if (pidfd < 0) {
+		pbd.n.data_skip_gone++;
+		return false;
+	}
 	return may_start(&st, now);
 }
 
+/*
+ * The root of the filesystem of the open events being handled, kept for
+ * the rest of their buffer and closed after it (read_events()): one open
+ * for a burst of events rather than one each (on this project's host, 20000
+ * opens cost the daemon 11.7-11.9 us an event with a root opened for each,
+ * 8.4-8.5 like this, 8.3-9.7 with one kept open:
+ * docs/bench/2026-12-04-open-event-cost.md), and no filesystem
+ * kept busy between bursts, so that it can be unmounted.
+ */
+static struct {
+	const struct watched_fs *fs;
+	int fd;
+} burst_root = { .fd = -1 };
+
+static void burst_root_close(void)
+{
+	if (burst_root.fd >= 0)
+		close(burst_root.fd);
+	burst_root.fd = -1;
+}
+
+static int burst_root_open(const struct watched_fs *fs)
+{
+	if (burst_root.fd >= 0 && burst_root.fs == fs)
+		return burst_root.fd;
+	burst_root_close();
+	burst_root.fd = fs ? fs_root_open(fs) : -1;
+	burst_root.fs = fs;
+	return burst_root.fd;
+}
 
 /*
  * The file of an open event, O_PATH (nothing is opened for reading until
@@ -346,25 +405,21 @@ static bool data_wanted(int fd, time_t now)
  */
 static int event_file(const struct fanotify_event_info_fid *fid)
 {
-	int root = fid ? fs_root_open(&fid->fsid) : -1, fd, err;
+	struct file_handle *handle = fid ? (struct file_handle *)(uintptr_t)fid->handle : NULL;
+	int root = fid ? burst_root_open(fs_of_event(&fid->fsid, handle_subvol(handle))) : -1;
 
 	if (root < 0) {
 		errno = ENODEV;
 		return -1;
 	}
-	fd = open_by_handle_at(root, (struct file_handle *)(uintptr_t)fid->handle,
-			       O_PATH | O_CLOEXEC);
-	err = errno;
-	close(root);
-	errno = err;
-	return fd;
+	return open_by_handle_at(root, handle, O_PATH | O_CLOEXEC);
 }
 
-static void handle_open(const struct fanotify_event_metadata *m, int report_fd, time_t now)
+static void open_event(const struct fanotify_event_metadata *m, int opener, int report_fd, time_t now)
 {
 	const struct fanotify_event_info_fid *fid = event_info(m, FAN_EVENT_INFO_TYPE_FID);
-	int fd, after;
 	pid_t child, exec_kid;
+	int fd, after;
 
 	/*
 	 * The daemon's own (its status file, where that is on a watched
@@ -403,7 +458,7 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 			pbd.n.skip_handle++;
 		return;
 	}
-	if (data_wanted(fd, now)) {
+	if (data_wanted(fd, opener, now)) {
 		/*
 		 * Opened by a process whose exec is still being read ahead:
 		 * its plan may list the file (the benchmark's git pack, 13.5
@@ -416,18 +471,26 @@ static void handle_open(const struct fanotify_event_metadata *m, int report_fd, 
 		after = exec_kid ? (int)syscall(SYS_pidfd_open, exec_kid, 0) : -1;
 		child = fork();
 		if (child == 0)
-			data_child(fd, m->pid, after, report_fd);
+			data_child(fd, m->pid, opener, after, report_fd);
 		if (after >= 0)
 			close(after);
 		if (child > 0) {
 			kid_started(child, CHILD_SECONDS, 0);
-			if (after >= 0)
-				pbd.n.data_after_exec++;
 		} else {
 			pbd.n.skip_failed++;
 		}
 	}
 	close(fd);
+}
+
+/* An open: its opener's pidfd, whatever becomes of the event, closed after it. */
+static void handle_open(const struct fanotify_event_metadata *m, int report_fd, time_t now)
+{
+	int pidfd = event_pidfd(m);
+
+	open_event(m, pidfd, report_fd, now);
+	if (pidfd >= 0)
+		close(pidfd);
 }
 
 /* The daemon's own CPU time so far (its thread: children are not in it). */
@@ -476,6 +539,7 @@ static bool read_events(int fan, int report_fd,
 		}
 		off += ev.m.event_len;
 	}
+	burst_root_close();
 	cpu1 = thread_cpu_us();
 	if (cpu0 && cpu1 > cpu0)	/* 0: the clock failed, nothing to add */
 		*cpu_us += cpu1 - cpu0;
@@ -524,7 +588,14 @@ static void add_report(const struct report *r)
 	if (r->meta_only)	/* the exec's pages were the kernel's: counted there */
 		return;
 	pbd.n.skip_budget += r->p.skip_budget;
-	pbd.n.skip_gone += r->gone;
+	if (!r->data) {
+		pbd.n.skip_gone += r->gone;
+	} else if (r->result) {	/* read nothing: not "recent" either */
+		pbd.n.data_skip_gone += r->gone;
+		pbd.n.skip_denied += r->p.skip_denied;
+		pbd.n.skip_failed += r->result == PB_FAIL && !r->p.skip_budget;
+		forget_read(r->exe.st_dev, r->exe.st_ino);
+	}
 	if (r->result) {
 		if (!r->data && !r->p.skip_budget) {
 			pbd.n.skip_mismatch += r->result == PB_NONE;
@@ -534,6 +605,7 @@ static void add_report(const struct report *r)
 	}
 	if (r->data) {
 		pbd.n.data_prefetched++;
+		pbd.n.data_after_exec += r->after_exec;
 	} else {
 		pbd.n.prefetched++;
 		pbd.n.plans += r->p.plan;
@@ -547,14 +619,15 @@ static void add_report(const struct report *r)
 	pbd.n.bytes += r->p.bytes;
 	pbd.n.skip_mismatch += r->p.skip_mismatch;
 	pbd.n.skip_fs += r->p.skip_fs;
-	pbd.n.skip_denied += r->p.skip_denied;
+	pbd.n.skip_denied += r->p.skip_denied;	/* a data file read: 0 */
 }
 
 /* The counters, in the order `pbitmap status` explains them. */
 #define COUNTER(name) { #name, offsetof(struct counters, name) }
 static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(execs), COUNTER(unstamped), COUNTER(prefetched), COUNTER(plans),
-	COUNTER(opens), COUNTER(data_prefetched), COUNTER(data_after_exec), COUNTER(own_opens),
+	COUNTER(opens), COUNTER(data_prefetched), COUNTER(data_after_exec), COUNTER(data_skip_gone),
+	COUNTER(own_opens),
 	COUNTER(skip_handle),
 	COUNTER(program_to_kernel), COUNTER(libraries_to_kernel), COUNTER(plans_to_kernel),
 	COUNTER(files),
@@ -817,8 +890,10 @@ static int start(void)
 			       "a kernel without CONFIG_FHANDLE, or a policy refusing it): "
 			       "data files are not read ahead");
 	else if ((fan_open = fanotify_init(FAN_CLASS_NOTIF | FAN_CLOEXEC | FAN_NONBLOCK |
-					   FAN_REPORT_FID, O_RDONLY | O_LARGEFILE | O_CLOEXEC)) < 0)
-		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID): data files are not read ahead");
+					   FAN_REPORT_FID | FAN_REPORT_PIDFD,
+					   O_RDONLY | O_LARGEFILE | O_CLOEXEC)) < 0)
+		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID, FAN_REPORT_PIDFD): "
+			       "data files are not read ahead");
 	if (mark_local(fan, fan_open))
 		return PB_FAIL;
 	/*

@@ -203,8 +203,8 @@ static bool fsid_of(dev_t dev, unsigned int fsid[2])
 {
 	for (size_t i = 0; i < pbd.nr_fs; i++)
 		if (pbd.fs[i].dev == dev) {
-			fsid[0] = (unsigned int)pbd.fs[i].fsid.val[0];
-			fsid[1] = (unsigned int)pbd.fs[i].fsid.val[1];
+			fsid[0] = (unsigned int)pbd.fs[i].mnt_fsid.val[0];
+			fsid[1] = (unsigned int)pbd.fs[i].mnt_fsid.val[1];
 			return true;
 		}
 	return false;

@@ -30,6 +30,7 @@ struct fanotify_event_info_pidfd {
 
 #define DEFAULT_CONFIG	"/etc/pbitmap.conf"
 #define MAX_LOCAL_FS	256
+#define MAX_WALK_DEVS	(2 * MAX_LOCAL_FS)
 #define CHILD_SECONDS	10	/* wall-clock bound of one exec's work */
 #define CHILD_CPU	2	/* CPU seconds, the same (PBITMAP_DAEMON_CHILD_CPU_S) */
 #define READ_ROUNDS	64	/* reads of a group's queue when a child ended (reap()) */
@@ -96,6 +97,7 @@ struct counters {
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
+	uint64_t data_skip_gone;	/* not read: the opener was gone before it was looked at */
 	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
 	uint64_t skip_handle;		/* opens whose file could not be opened by its handle */
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
@@ -120,8 +122,10 @@ struct counters {
 struct report {
 	int result;		/* 0, PB_NONE: the exec'd file is not what the name leads to */
 	bool gone;		/* the process exited before its root was taken:
-				 * only the program's own pages were read */
-	bool data;		/* a data file read ahead at its open */
+				 * only the program's own pages were read (a data
+				 * file's opener: nothing was) */
+	bool data;		/* a data file read ahead at its open (@exe its fstat()), */
+	bool after_exec;	/* after its opener's exec's child */
 	struct pb_exec_prefetch p;
 	bool has_record;	/* an exec: the program's record was read, */
 	uint32_t rec_flags;	/* its flags, */
@@ -147,10 +151,28 @@ struct pbd_state {
 	bool wide[MAX_LOCAL_FS];
 	size_t nr_local;
 	/*
-	 * the open group's filesystems: where each is mounted, to open its
-	 * root for open_by_handle_at() (fs_root_open(); no descriptor kept)
+	 * the devices the children's walks take as local (pb_confine_local()):
+	 * those, and the btrfs subvolumes mounted now (marks.c)
 	 */
-	struct watched_fs { __kernel_fsid_t fsid; dev_t dev; char *mnt; } fs[MAX_LOCAL_FS];
+	bool btrfs_watched;	/* a btrfs is among the filesystems watched */
+	dev_t walk_devs[MAX_WALK_DEVS];
+	size_t nr_walk_devs;
+	/*
+	 * The filesystems whose opens are watched: the ID their events carry
+	 * (@fsid), where their handles are opened (@mnt, a mount of it whose
+	 * stat(2) device and statfs(2) ID are @dev and @mnt_fsid: they differ
+	 * from the events' on a btrfs subvolume), mountinfo's device, and
+	 * the btrfs subvolume mounted (0 elsewhere): a btrfs has an entry for
+	 * each subvolume mounted, one fanotify mark for them all.  A root
+	 * is opened for open_by_handle_at() only while one buffer of events
+	 * is handled (fs_root_open()).
+	 */
+	struct watched_fs {
+		__kernel_fsid_t fsid, mnt_fsid;
+		dev_t dev, sb_dev;
+		uint64_t subvol;
+		char *mnt;
+	} fs[MAX_LOCAL_FS];
 	size_t nr_fs;
 	struct counters n;
 	unsigned int children;
@@ -181,12 +203,14 @@ int config_print(void);			/* --print-config */
 /* marks.c */
 bool is_local(dev_t dev);
 int mark_local(int fan, int fan_open);
+struct file_handle;
+uint64_t handle_subvol(const struct file_handle *h);
+struct watched_fs *fs_of_event(const __kernel_fsid_t *fsid, uint64_t subvol);
 /*
- * A descriptor of the root of watched filesystem @fsid, to open its
- * handles on, for the caller to close; -1: not watched, or no longer
- * mounted there.
+ * A descriptor of the root of watched filesystem @fs, to open its handles
+ * on, for the caller to close; -1: no longer mounted there.
  */
-int fs_root_open(const __kernel_fsid_t *fsid);
+int fs_root_open(const struct watched_fs *fs);
 
 /* budget.c */
 ssize_t read_text(const char *path, char *buf, size_t size);
@@ -204,7 +228,8 @@ void __attribute__((noreturn)) child_report(int report_fd, const struct report *
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd,
 					  bool meta_only);
-void __attribute__((noreturn)) data_child(int fd, pid_t pid, int after, int report_fd);
+void __attribute__((noreturn)) data_child(int fd, pid_t pid, int opener, int after,
+					  int report_fd);
 
 /* main.c */
 void kid_started(pid_t pid, unsigned int seconds, pid_t serves);
@@ -217,6 +242,7 @@ void learn_tick(void);			/* write the runs whose window ended */
 bool learn_pending(void);		/* runs being followed */
 void learn_allow(const struct stat *st, uint32_t flags);
 bool learn_may_follow(const struct stat *st);
+bool learn_knows_btrfs(void);		/* a btrfs mounted now can be learned */
 bool learn_reaped(pid_t pid, bool failed);	/* main.c reaped a child: a writer? */
 void learn_helper(pid_t child, pid_t serves);	/* @child reads ahead for @serves' exec */
 

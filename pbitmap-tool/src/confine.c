@@ -118,20 +118,30 @@ void pb_confine_local(const dev_t *devs, size_t nr)
 }
 
 /*
- * The type and device of @fd (an O_PATH descriptor), without asking the
- * filesystem to refresh them (AT_STATX_DONT_SYNC: no round trip, should
- * it be a network one); 0 if on a local filesystem, else -1 (EXDEV).
+ * The type, device and mount of @fd (an O_PATH descriptor) into @mode,
+ * @dev, @ino and @mnt, without asking the filesystem to refresh them
+ * (AT_STATX_DONT_SYNC: no round trip, should it be a network one); 0 if
+ * on a local filesystem, else -1 (EXDEV).  Local: its device is one of
+ * the local filesystems', or it is on the mount @parent_mnt of the
+ * directory it was found in, one already found local.  That second rule
+ * is for btrfs, whose subvolumes each give their files a device of their
+ * own, unknown until looked at: a subvolume inside the one mounted stays
+ * on the same mount, and so on the same filesystem.
  */
-static int walk_check(int fd, mode_t *mode, dev_t *dev, ino_t *ino)
+static int walk_check(int fd, uint64_t parent_mnt, mode_t *mode, dev_t *dev, ino_t *ino,
+		      uint64_t *mnt)
 {
 	struct statx stx;
 
 	if (statx(fd, "", AT_EMPTY_PATH | AT_SYMLINK_NOFOLLOW | AT_STATX_DONT_SYNC,
-		  STATX_TYPE | STATX_INO, &stx))
+		  STATX_TYPE | STATX_INO | STATX_MNT_ID, &stx))
 		return -1;
 	*mode = stx.stx_mode;
 	*dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
 	*ino = stx.stx_ino;
+	*mnt = stx.stx_mask & STATX_MNT_ID ? stx.stx_mnt_id : 0;
+	if (*mnt && *mnt == parent_mnt)
+		return 0;
 	for (size_t i = 0; i < local.nr; i++)
 		if (local.devs[i] == *dev)
 			return 0;
@@ -165,6 +175,39 @@ static int walk_splice_link(int fd, char *buf, size_t size, const char *remainde
 }
 
 /*
+ * The walk's one open that is not O_PATH, of @comp in @dir, where @path_fd
+ * is the O_PATH descriptor of @comp checked: so that no filesystem mounted
+ * over @comp since (a user's FUSE mount) is entered, as that open would ask
+ * its server.  A directory is opened as "." of @path_fd, the very inode
+ * checked (no mount is crossed at "."); a file by openat2() with
+ * RESOLVE_NO_XDEV.  A file that was the root of a mount when checked (a
+ * bind-mounted file: @mount_root, or not known before 5.8, which has no
+ * STATX_MNT_ID) cannot be so opened, nor anything where openat2() is
+ * missing (before 5.6) or refused (a seccomp filter): openat() then, and
+ * the caller's check of the file opened refuses another, after the open.
+ */
+static int walk_open_last(int dir, int path_fd, const char *comp, int oflags, mode_t mode,
+			  bool is_dir, bool mount_root)
+{
+	struct open_how how = {
+		.flags = (unsigned int)oflags,
+		.resolve = RESOLVE_NO_XDEV | RESOLVE_NO_SYMLINKS,
+	};
+	int fd;
+
+	if ((oflags & O_CREAT) || (oflags & O_TMPFILE) == O_TMPFILE)
+		how.mode = mode;
+	if (is_dir)
+		return openat(path_fd, ".", oflags);
+	if (!mount_root) {
+		fd = (int)syscall(SYS_openat2, dir, comp, &how, sizeof(how));
+		if (fd >= 0 || (errno != ENOSYS && errno != EPERM))
+			return fd;
+	}
+	return openat(dir, comp, oflags, mode);
+}
+
+/*
  * open(@path, @oflags) one component at a time from "/" (the caller's
  * root), following symbolic links (at most 40; not the last component
  * with O_NOFOLLOW) and "..", unless @strict: then either is refused
@@ -176,7 +219,8 @@ static int walk_splice_link(int fd, char *buf, size_t size, const char *remainde
 static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 {
 	char buf[2 * PATH_MAX], *comp, *next;
-	int dir, fd = -1, links = 0;
+	int dir, fd = -1, path_fd, links = 0;
+	uint64_t dir_mnt, root_mnt, mnt;
 	mode_t type;
 	dev_t dev;
 	ino_t ino;
@@ -187,8 +231,9 @@ static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 	}
 	strcpy(buf, path);
 	dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
-	if (dir < 0 || walk_check(dir, &type, &dev, &ino))
+	if (dir < 0 || walk_check(dir, 0, &type, &dev, &ino, &root_mnt))
 		goto fail;
+	dir_mnt = root_mnt;
 	for (comp = buf;;) {
 		bool last;
 
@@ -204,7 +249,7 @@ static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 			goto fail;
 		}
 		fd = openat(dir, comp, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-		if (fd < 0 || walk_check(fd, &type, &dev, &ino))
+		if (fd < 0 || walk_check(fd, dir_mnt, &type, &dev, &ino, &mnt))
 			goto fail;
 		if (S_ISLNK(type) && !(last && (oflags & O_NOFOLLOW))) {
 			if (strict || ++links > WALK_MAX_LINKS) {
@@ -221,6 +266,7 @@ static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 				dir = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
 				if (dir < 0)
 					goto fail;
+				dir_mnt = root_mnt;
 			}
 			continue;
 		}
@@ -232,6 +278,7 @@ static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 		}
 		close(dir);
 		dir = fd;
+		dir_mnt = mnt;
 		fd = -1;
 		comp = next;
 	}
@@ -239,17 +286,26 @@ static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 		close(dir);
 		return fd;
 	}
-	close(fd);
 	if (!S_ISREG(type) && !S_ISDIR(type)) {
 		errno = ENXIO;	/* never open a FIFO or a device by name */
-		goto fail_dir;
+		goto fail;
 	}
-	/* The same inode as looked at: not swapped for another meanwhile. */
-	fd = openat(dir, comp, oflags | O_NOFOLLOW, mode);
+	path_fd = fd;
+	/*
+	 * The same inode as looked at: not swapped for another meanwhile.
+	 * Opened non-blocking whatever the caller asked, as the name may
+	 * have become a FIFO since (that open would wait for a writer); the
+	 * flag is the caller's again once the file is known to be the one.
+	 */
+	fd = walk_open_last(dir, path_fd, comp, oflags | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY, mode,
+			    S_ISDIR(type), !mnt || mnt != dir_mnt);
+	close(path_fd);
 	if (fd >= 0) {
+		int fl = fcntl(fd, F_GETFL);
 		struct stat st;
 
-		if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino) {
+		if (fstat(fd, &st) || st.st_dev != dev || st.st_ino != ino || fl < 0 ||
+		    (!(oflags & O_NONBLOCK) && fcntl(fd, F_SETFL, fl & ~O_NONBLOCK))) {
 			close(fd);
 			errno = EAGAIN;
 			fd = -1;
@@ -260,7 +316,6 @@ static int walk_open(const char *path, int oflags, mode_t mode, bool strict)
 fail:
 	if (fd >= 0)
 		close(fd);
-fail_dir:
 	if (dir >= 0) {
 		int err = errno;
 

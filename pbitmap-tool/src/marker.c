@@ -165,19 +165,27 @@ void pb_marker_warn_unsupported(const struct pb_file *f)
 const char *pb_marker_record(int fd, const struct stat *st, struct pb_record *r)
 {
 	struct pbitmap_marker m;
-	unsigned char *section;
-	uint64_t off, size;
-	const char *why = NULL;
-	size_t stride, slot;
-	ssize_t len;
-	int cur;
+	ssize_t len = fgetxattr(fd, PBITMAP_XATTR_NAME, &m, sizeof(m));
 
-	len = fgetxattr(fd, PBITMAP_XATTR_NAME, &m, sizeof(m));
 	if (len < 0)
 		return errno == ENODATA ? "not stamped" : "cannot read user.pbitmap";
-	why = pb_marker_check(&m, (size_t)len, NULL);
+	return pb_marker_record_at(fd, st, &m, (size_t)len, r);
+}
+
+/* The record through a marker already read: see pbitmap.h. */
+const char *pb_marker_record_at(int fd, const struct stat *st, const void *val, size_t len,
+				struct pb_record *r)
+{
+	struct pbitmap_marker m;
+	unsigned char *section;
+	uint64_t off, size;
+	const char *why = pb_marker_check(val, len, NULL);
+	size_t stride, slot;
+	int cur;
+
 	if (why)
 		return why;
+	memcpy(&m, val, sizeof(m));
 	off = le64toh(m.record_offset);
 	size = le32toh(m.record_size);
 	if (le64toh(m.file_size) != (uint64_t)st->st_size || off > (uint64_t)st->st_size ||

@@ -296,8 +296,9 @@ int pb_confine(const char *dir);
  * From now on (pbitmapd, chroot()ed into a task's root), walk every path
  * given to pb_path_*() one component at a time and refuse (EXDEV) any
  * that crosses or ends on a filesystem not among @devs (the local ones,
- * kept by the caller); refuse to open anything but a regular file or a
- * directory (ENXIO) unless O_PATH.
+ * kept by the caller) and not on the mount of the directory it was found
+ * in (btrfs: a nested subvolume's device is its own); refuse to open
+ * anything but a regular file or a directory (ENXIO) unless O_PATH.
  */
 void pb_confine_local(const dev_t *devs, size_t nr);
 /*
@@ -600,6 +601,14 @@ bool pb_marker_is_one(const void *val, size_t len);
  * program's start-up path.  NULL, or why not.
  */
 const char *pb_marker_record(int fd, const struct stat *st, struct pb_record *r);
+/*
+ * The same, with the marker @val (@len bytes) read already: pbitmapd reads
+ * it with its privileges, and the rest (the record's slots, its
+ * decompression) as the exec'ing user, who may run a program they may
+ * not read.
+ */
+const char *pb_marker_record_at(int fd, const struct stat *st, const void *val, size_t len,
+				struct pb_record *r);
 /* Read f->fd's marker and set f->marker and f->marker_why against @want
  * (NULL: the file is not stamped, and should carry none). */
 void pb_marker_load(struct pb_file *f, const struct pbitmap_marker *want);
@@ -882,13 +891,13 @@ int pb_exec_plan_entry(const struct pb_record *r, int fd);
  * The rest of an exec's read-ahead, once the program's own pages are on
  * their way or left to its plan (@p->exe_entry) (its record @r, empty
  * when refused; @st its fstat()), in the task's root with its credentials
- * (@exe: its path there): the plan in @r when it has one, else the
- * objects ld.so will map for it, ignoring the environment (the daemon's,
- * not the program's), unless @p->libs_to_kernel (then nothing is read or
- * looked up, @exe included), or, for an exec with a plan,
- * @p->plan_to_kernel (then nothing is read: @p->plan_left).  Returns 0,
- * or PB_NONE when @exe no longer leads to that file (not checked when
- * nothing is read).
+ * (@exe: its path there, the kernel's: no link in it): the plan in @r
+ * when it has one, else the objects ld.so will map for it, ignoring the
+ * environment (the daemon's, not the program's), unless @p->libs_to_kernel
+ * (then nothing is read or looked up, @exe included), or, for an exec
+ * with a plan, @p->plan_to_kernel (then nothing is read: @p->plan_left).
+ * Returns 0, or PB_NONE when @exe no longer leads to that file (not
+ * checked when nothing is read).
  */
 int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *exe,
 		 struct pb_exec_prefetch *p);

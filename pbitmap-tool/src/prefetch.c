@@ -174,6 +174,8 @@ struct loadset {
 	size_t cache_size, cache_base;	/* the "glibc-ld.so.cache1.1" header's offset */
 	uint64_t gap;		/* PB_WILLNEED_GAP, or pbitmapd's */
 	bool exe_done;		/* the executable was read ahead already */
+	bool exe_resolved;	/* its path the kernel's (pbitmapd): no realpath(), whose
+				 * look-ups are not confined to local filesystems */
 	uint64_t budget;	/* bytes; 0: no limit */
 	uint64_t files, extents, bytes, over_budget;
 };
@@ -565,7 +567,7 @@ static ssize_t add_object(struct loadset *ls, const char *path, int fd, Elf *elf
 	o->ino = st.st_ino;
 	o->loader = loader;
 	o->path = strdup(path);
-	o->origin = origin_of(path, idx == 0);
+	o->origin = origin_of(path, idx == 0 && !ls->exe_resolved);
 	if (!o->path || !o->origin || (name && strv_push(&o->names, strdup(name)))) {
 		pb_error_errno(path, "malloc");
 		return OBJ_FAIL;
@@ -1244,7 +1246,7 @@ int pb_exec_rest(const struct pb_record *r, const struct stat *st, const char *e
 		 struct pb_exec_prefetch *p)
 {
 	struct loadset ls = { .gap = p->gap, .budget = p->budget, .secure = true,
-			      .exe_done = true, .bytes = p->bytes };
+			      .exe_done = true, .exe_resolved = true, .bytes = p->bytes };
 	struct pb_plan_view v;
 	int ret = 0;
 

@@ -46,7 +46,9 @@ grep -qF "pbitmapd: $d/two: opens of data files not watched: it has the filesyst
 	daemon.log || fail "no word of two's opens not watched: $(cat daemon.log)"
 pass "two filesystems of one ID: opens watched on the first, and the log says why not on the second"
 
-cat one/D two/D >/dev/null && cat one/E >/dev/null || fail "cannot read the files"
+# opened by this shell, which stays: an opener gone by the time the daemon
+# looks at it is skipped whatever the file (t-daemon-opener)
+: <one/D && : <two/D && : <one/E || fail "cannot open the files"
 reads() { grep ": opened by pid " daemon.log; }
 for _ in $(seq 100); do [[ -n $(reads) ]] && break; sleep 0.1; done
 sleep 0.5	# the events are handled in order: none of D's is still to come

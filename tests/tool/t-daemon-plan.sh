@@ -39,6 +39,9 @@
 #     plan's files are left to the kernel, and its own pages are read as
 #     without a plan (READ_PROGRAM=yes): self 0-1 only; its log line says
 #     "plan left to the kernel", and plans_to_kernel counts it;
+#   - each program's record is read (pread64) by a reader that has taken
+#     the exec'ing user first (setresuid: root, or nobody for exec-only):
+#     a record is its owner's to craft, and not decoded as the daemon;
 #   - each program's log line says "plan"; SIGTERM ends the daemon with 0
 #     and no sanitizer report (not a leak check: LeakSanitizer does not
 #     run under ptrace; t-daemon has one).
@@ -84,7 +87,7 @@ head -c $((4 << 20)) /dev/urandom >D && "$PBITMAP" add -q D && "$PBITMAP" set -q
 
 # The program's own pages whatever this host's disk (auto: t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
-daemon_start on.conf -f -qq -y -e trace=fadvise64 -o trace
+daemon_start on.conf -f -qq -y -e trace=fadvise64,pread64,setresuid -o trace
 for p in "${programs[@]}"; do
 	as=()
 	[[ $p == exec-only ]] && as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
@@ -150,7 +153,31 @@ want_read() {
 }
 want_read "without an order table" "A.so 0 20480;A.so 819200 8192;B 0 12288"
 want_read "with the order table 3,1,2,0" "B 0 12288;A.so 0 20480;A.so 819200 8192"
+# "PID setresuid(U, U, U" and "PID pread64(FD</path>, ...": each
+# program's record read by a process that had taken a user first (the
+# exec'ing one: root, or nobody for exec-only), not with the daemon's
+# privileges.
+python3 - trace "$d" "${programs[@]}" <<'EOF' || fail "a program's record read before its reader took the user's identity"
+import re, sys
+trace, d, programs = sys.argv[1], sys.argv[2], sys.argv[3:]
+became, seen, bad = {}, set(), []
+for line in open(trace):
+    m = re.match(r"(\d+) +setresuid\((\d+), \2, \2\b", line)  # its start: "<unfinished ...>" under -f
+    if m:
+        became[m.group(1)] = m.group(2)
+        continue
+    m = re.match(r"(\d+) +pread64\(\d+<%s/([^>]*)>" % re.escape(d), line)
+    if m and m.group(2) in programs:
+        seen.add(m.group(2))
+        want = "65534" if m.group(2) == "exec-only" else "0"
+        if became.get(m.group(1)) != want:
+            bad.append("%s read by %s as %s" % (m.group(2), m.group(1), became.get(m.group(1), "the daemon")))
+missing = [p for p in programs if p not in seen]
+if bad or missing:
+    sys.exit("records read with the daemon's privileges: %s; not read at all: %s" % (bad, missing))
+EOF
 pass "pbitmapd reads a plan's runs in the steps' order without a table, by the table's ranks with one"
+pass "each program's record read as its exec'ing user (nobody for exec-only), not as the daemon"
 want_read "a plan listing its executable (its pages once, in order)" \
 	"B 0 12288;self 0 8192;A.so 0 20480;A.so 819200 8192"
 want_read "a stale entry for the executable" "stale 0 8192;B 0 12288;A.so 0 20480;A.so 819200 8192"

@@ -1,0 +1,76 @@
+#!/bin/bash
+# t-daemon-btrfs-opens: pbitmapd reads a stamped data file ahead at its
+# open on a btrfs mounted from a subvolume, as Fedora mounts / and /home.
+# Its opens are reported by file handle, and fanotify refuses such a mark
+# on a subvolume (EXDEV: the subvolume's filesystem ID is not its
+# filesystem's); before the fix the daemon said "cannot watch opens of
+# data files" at start and read no data file there.  The mark is now
+# made through the filesystem's top level, opened by its handle
+# (marks.c: opens_mark_target()), and covers every subvolume.
+#
+# A btrfs image, its subvolumes sv and sv2 mounted at a and b (a second
+# mount of one filesystem: mountinfo's device is the same), and nested,
+# a subvolume inside sv that is not mounted.  A stamped 1 MiB data file
+# in each (pages 0-7 marked), their caches dropped; the daemon
+# (ASan/UBSan) started, each file opened by this shell, which stays:
+#   - each is read ahead as its opener opens it (a line each, its name
+#     the path it was opened by; data_prefetched at least 3: the
+#     machine's), its pages 0-7 cached and 64-255 not;
+#   - no open's file failed to open by its handle (skip_handle 0), and
+#     nothing is said of opens not watched;
+#   - SIGTERM: exit 0, no sanitizer report.
+
+source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
+need mkfs.btrfs btrfs mount umount losetup truncate python3
+[[ $(id -u) == 0 ]] || fail "must run as root: a loop device, and pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+truncate -s 160M fs.img && mkfs.btrfs -q fs.img >/dev/null && mkdir top a b || fail "cannot make fs.img"
+loop=$(losetup -f --show fs.img) || fail "cannot attach fs.img to a loop device"
+at_exit "losetup -d $loop"
+mount "$loop" top || fail "cannot mount $loop"
+btrfs -q subvolume create top/sv >/dev/null && btrfs -q subvolume create top/sv2 >/dev/null &&
+	btrfs -q subvolume create top/sv/nested >/dev/null && umount top || fail "cannot make the subvolumes"
+mount -o subvol=sv "$loop" a && mount -o subvol=sv2 "$loop" b || fail "cannot mount the subvolumes of $loop"
+at_exit "umount $d/a $d/b 2>/dev/null"
+files=(a/D b/D a/nested/D)
+for f in "${files[@]}"; do
+	head -c $((1 << 20)) /dev/urandom >"$f" && "$PBITMAP" add -q "$f" && "$PBITMAP" set -q --pages 0-7 "$f" ||
+		fail "cannot stamp $f"
+done
+sync && echo 1 >/proc/sys/vm/drop_caches	# pbitmap's opens came before the daemon: not seen
+
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
+daemon_start on.conf
+for f in "${files[@]}"; do
+	exec {fd}<"$f" || fail "cannot open $f"	# held: the daemon reads for an opener still there
+	at_exit "exec $fd<&-"
+done
+# a line for each, named as opened (the mount of its subvolume, else the
+# first mount of its filesystem: nested is inside a)
+read_logged() {
+	local f n=0
+	for f in "${files[@]}"; do
+		grep -q "^pbitmapd: $d/$f: opened by pid [0-9]*: data file, 1 extents" daemon.log && n=$((n + 1))
+	done
+	echo $n
+}
+for _ in $(seq 200); do
+	(($(read_logged) == 3 && $(counter data_prefetched) >= 3)) && [[ $(counter pending) == 0 ]] && break
+	sleep 0.1
+done
+read -r p h <<<"$(counter data_prefetched) $(counter skip_handle)"
+# at least 3: under make check other tests' data files are opened too
+(($(read_logged) == 3 && p >= 3 && h == 0)) ||
+	fail "read ahead at their opens: $(read_logged) logged, data_prefetched $p, skip_handle $h; want 3, at least 3, 0: $(tr '\n' ' ' <status) $(cat daemon.log)"
+for f in "${files[@]}"; do
+	resident=$(python3 "$TOP/tests/lib/resident.py" "$f" 0-7 64-255)
+	[[ $resident == "8 0" ]] || fail "$f: pages 0-7 and 64-255 resident: '$resident', want '8 0'"
+done
+if grep -E "cannot watch opens|opens of data files not watched" daemon.log; then
+	fail "opens said not watched: $(cat daemon.log)"
+fi
+daemon_stop
+pass "btrfs subvolumes mounted (two) and nested: a stamped data file read ahead at its open in each (a line each, pages 0-7 cached and no other)"
