@@ -4,13 +4,17 @@
  * /proc/self/mountinfo, each marked whole (FAN_MARK_FILESYSTEM).
  */
 #include <errno.h>
+#include <endian.h>
 #include <fcntl.h>
+#include <linux/btrfs.h>
+#include <linux/btrfs_tree.h>
 #include <linux/magic.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/fanotify.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/vfs.h>
@@ -22,8 +26,6 @@
 /* btrfs's file handles (include/linux/exportfs.h, fs/btrfs/export.c) */
 #define FILEID_BTRFS_WITHOUT_PARENT	0x4d
 #define FILEID_BTRFS_WITH_PARENT_ROOT	0x4f
-#define BTRFS_FS_TREE_OBJECTID		5	/* the top level's tree */
-#define BTRFS_FIRST_FREE_OBJECTID	256	/* a tree's root directory */
 
 /* Filesystems on a block device that no daemon or server answers for. */
 static bool local_type(const char *type)
@@ -120,6 +122,39 @@ int fs_root_open(const struct watched_fs *fs)
 }
 
 /*
+ * The generation of the btrfs top level's root directory (tree 5's first
+ * inode), as a handle to it must carry before Linux 6.2: btrfs_get_dentry()
+ * then compared it even when 0, which means "any" only since 29f486996d66,
+ * and mkfs.btrfs gives that directory generation 3 or so.  Read from its
+ * inode item through any descriptor of the filesystem, @fd
+ * (BTRFS_IOC_TREE_SEARCH_V2, which needs CAP_SYS_ADMIN); 0 when that fails,
+ * which 6.2 and later take.
+ */
+static uint32_t btrfs_top_generation(int fd)
+{
+	uint64_t space[(sizeof(struct btrfs_ioctl_search_args_v2) + 256) / sizeof(uint64_t)] = { 0 };
+	struct btrfs_ioctl_search_args_v2 *args = (void *)space;
+	struct btrfs_ioctl_search_header sh;
+	struct btrfs_inode_item item;
+
+	args->key = (struct btrfs_ioctl_search_key){
+		.tree_id = BTRFS_FS_TREE_OBJECTID,
+		.min_objectid = BTRFS_FIRST_FREE_OBJECTID, .max_objectid = BTRFS_FIRST_FREE_OBJECTID,
+		.min_type = BTRFS_INODE_ITEM_KEY, .max_type = BTRFS_INODE_ITEM_KEY,
+		.max_offset = UINT64_MAX, .max_transid = UINT64_MAX, .nr_items = 1,
+	};
+	args->buf_size = sizeof(space) - sizeof(*args);
+	if (ioctl(fd, BTRFS_IOC_TREE_SEARCH_V2, args) || args->key.nr_items != 1)
+		return 0;
+	memcpy(&sh, args->buf, sizeof(sh));
+	if (sh.objectid != BTRFS_FIRST_FREE_OBJECTID || sh.type != BTRFS_INODE_ITEM_KEY ||
+	    sh.len < sizeof(item))
+		return 0;
+	memcpy(&item, (const char *)args->buf + sizeof(sh), sizeof(item));
+	return (uint32_t)le64toh(item.generation);	/* i_generation: its low 32 bits */
+}
+
+/*
  * Where opens on the filesystem of @mnt_fd (statfs @sfs) are marked: the
  * mount itself, or on btrfs its top level, opened by its handle (tree 5's
  * first inode).  fanotify refuses a mark that reports file handles on a
@@ -135,12 +170,12 @@ static int opens_mark_target(int mnt_fd, const struct statfs *sfs)
 		struct { uint64_t objectid, root_objectid; uint32_t gen; } __attribute__((packed)) fid;
 	} top = {
 		.h = { .handle_bytes = sizeof(top.fid), .handle_type = FILEID_BTRFS_WITHOUT_PARENT },
-		/* generation 0: any, since Linux 6.2 (btrfs_get_dentry()) */
 		.fid = { BTRFS_FIRST_FREE_OBJECTID, BTRFS_FS_TREE_OBJECTID, 0 },
 	};
 
 	if ((uint32_t)sfs->f_type != (uint32_t)BTRFS_SUPER_MAGIC)
 		return fcntl(mnt_fd, F_DUPFD_CLOEXEC, 0);
+	top.fid.gen = btrfs_top_generation(mnt_fd);
 	/* not O_PATH: fanotify_mark() takes no O_PATH descriptor */
 	return open_by_handle_at(mnt_fd, &top.h, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
