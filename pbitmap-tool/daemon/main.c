@@ -750,7 +750,7 @@ static uint64_t events_seen(void)
  */
 static int serve(int fan, int fan_open)
 {
-	int pipefd[2], sfd, learn_fd = -1;
+	int pipefd[2], sfd, learn_fd = -1, mounts;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -766,6 +766,13 @@ static int serve(int fan, int fan_open)
 	pbd.own_fds[1] = fan_open;
 	pbd.own_fds[2] = sfd;
 	pbd.own_fds[3] = pipefd[0];
+	/*
+	 * The mount table, polled (POLLPRI: it changed): a filesystem mounted
+	 * while the daemon runs (a USB disk, a /home mounted late, a btrfs
+	 * subvolume) is watched as it is mounted, not at the next SIGHUP.
+	 * Not fatal: SIGHUP does the same.
+	 */
+	mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	if (pbd.cfg.learn != PBD_LEARN_NO) {
 		/* =off: before the first run can be followed (learn.c: precise) */
 		if (pbd.cfg.learn_fault_around == PBD_FA_OFF)
@@ -783,9 +790,9 @@ static int serve(int fan, int fan_open)
 	 * attribute look-up, not a file written.
 	 */
 	for (uint64_t written = now_ms(), seen = events_seen();;) {
-		struct pollfd pfd[5] = { { fan, POLLIN, 0 }, { fan_open, POLLIN, 0 },
+		struct pollfd pfd[6] = { { fan, POLLIN, 0 }, { fan_open, POLLIN, 0 },
 					 { sfd, POLLIN, 0 }, { pipefd[0], POLLIN, 0 },
-					 { learn_fd, POLLIN, 0 } };
+					 { learn_fd, POLLIN, 0 }, { mounts, POLLPRI, 0 } };
 		unsigned int children = pbd.children;
 		struct signalfd_siginfo si;
 		int timeout = learn_pending() ? 200 :
@@ -795,7 +802,7 @@ static int serve(int fan, int fan_open)
 		if (hold_ms >= 0 && (timeout < 0 || hold_ms < timeout))
 			timeout = hold_ms;
 
-		if (poll(pfd, 5, timeout) < 0 && errno != EINTR) {
+		if (poll(pfd, 6, timeout) < 0 && errno != EINTR) {
 			hold_tick(fan, true);
 			fault_around_on();
 			return pb_error_errno(NULL, "poll");
@@ -810,6 +817,8 @@ static int serve(int fan, int fan_open)
 			read_events(fan, pipefd[1], handle_event, &pbd.n.exec_cpu_us);
 		if (pfd[1].revents & POLLIN)
 			read_events(fan_open, pipefd[1], handle_open, &pbd.n.open_cpu_us);
+		if (pfd[5].revents & (POLLPRI | POLLERR))
+			mark_local(fan, fan_open);	/* mounted or unmounted since */
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
 				hold_tick(fan, true);

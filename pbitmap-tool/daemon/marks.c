@@ -81,21 +81,24 @@ static uint64_t mount_subvol(int fd)
 /*
  * The open group's filesystem whose events carry @fsid: its mount of the
  * subvolume @subvol where there is one (its files' names are paths
+ * there), else of btrfs's top level (every subvolume's files have paths
  * there), else its first; NULL when not watched.
  */
 struct watched_fs *fs_of_event(const __kernel_fsid_t *fsid, uint64_t subvol)
 {
-	struct watched_fs *first = NULL;
+	struct watched_fs *first = NULL, *top = NULL;
 
 	for (size_t i = 0; i < pbd.nr_fs; i++) {
 		if (memcmp(&pbd.fs[i].fsid, fsid, sizeof(*fsid)))
 			continue;
 		if (pbd.fs[i].subvol == subvol)
 			return &pbd.fs[i];
+		if (!top && pbd.fs[i].subvol == BTRFS_FS_TREE_OBJECTID)
+			top = &pbd.fs[i];
 		if (!first)
 			first = &pbd.fs[i];
 	}
-	return first;
+	return top ? top : first;
 }
 
 /*
@@ -305,10 +308,36 @@ static void add_mounted_dev(const char *mnt, unsigned int mount_id, const char *
 }
 
 /*
+ * Entries of mounts gone (unmounted, or mounted over) dropped: a file of
+ * their subvolume is then opened through another mount of its filesystem
+ * (fs_of_event()), where it would otherwise not be opened at all
+ * (skip_handle), and their slots serve mounts to come.
+ */
+static void drop_gone_fs(void)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < pbd.nr_fs; i++) {
+		int root = fs_root_open(&pbd.fs[i]);
+
+		if (root < 0) {
+			free(pbd.fs[i].mnt);
+			continue;
+		}
+		close(root);
+		pbd.fs[kept++] = pbd.fs[i];
+	}
+	/* no slot past the end holds a name: watch_opens() frees a slot's before reuse */
+	memset(&pbd.fs[kept], 0, (pbd.nr_fs - kept) * sizeof(pbd.fs[0]));
+	pbd.nr_fs = kept;
+}
+
+/*
  * Mark each local filesystem of /proc/self/mountinfo: execs in the group
- * @fan, opens in @fan_open.  0 or PB_FAIL.  At SIGHUP those known already
- * are marked again (a mark that is there stays as it was): one unmounted
- * and mounted again since has lost its marks with its superblock.
+ * @fan, opens in @fan_open.  0 or PB_FAIL.  At each change of the mount
+ * table, and at SIGHUP, those known already are marked again (a mark that
+ * is there stays as it was): one unmounted and mounted again since has
+ * lost its marks with its superblock.
  */
 int mark_local(int fan, int fan_open)
 {
@@ -360,6 +389,7 @@ int mark_local(int fan, int fan_open)
 				(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10,
 				pbd.wide[pbd.nr_local - 1] ? "; the kernel's window is as wide" : "");
 	}
+	drop_gone_fs();
 	pb_willneed_use_table(pbd.local, pbd.chunks, pbd.wide, pbd.nr_local);
 	/* the walks' devices: the filesystems', then their mounted subvolumes' */
 	for (size_t i = 0; i < pbd.nr_local && pbd.nr_walk_devs < MAX_WALK_DEVS; i++)

@@ -54,9 +54,11 @@ sync && echo 1 >/proc/sys/vm/drop_caches	# pbitmap's opens came before the daemo
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
 daemon_start on.conf -e trace=open_by_handle_at -o strace.log
+fds=()
 for f in "${files[@]}"; do
 	exec {fd}<"$f" || fail "cannot open $f"	# held: the daemon reads for an opener still there
 	at_exit "exec $fd<&-"
+	fds+=("$fd")
 done
 # a line for each, named as opened (the mount of its subvolume, else the
 # first mount of its filesystem: nested is inside a)
@@ -82,6 +84,29 @@ done
 if grep -E "cannot watch opens|opens of data files not watched" daemon.log; then
 	fail "opens said not watched: $(cat daemon.log)"
 fi
+
+# b unmounted with the top level mounted: sv2's file, opened as top/sv2/D,
+# is opened by its handle through the top level's mount, named there; the
+# entry of b's mount is dropped at the change, not tried (skip_handle)
+mount "$loop" top || fail "cannot mount the top level of $loop"
+at_exit "umount $d/top 2>/dev/null"
+exec {fds[1]}<&-	# b/D's
+umount b || fail "cannot unmount b"
+sync && echo 1 >/proc/sys/vm/drop_caches
+sleep 2.1	# b/D's read is no longer "recent"; the mount changes seen
+exec {fd}<top/sv2/D || fail "cannot open top/sv2/D"
+at_exit "exec $fd<&-"
+for _ in $(seq 200); do
+	grep -q "^pbitmapd: $d/top/sv2/D: opened by pid [0-9]*: data file, 1 extents" daemon.log &&
+		(($(counter data_prefetched) >= p + 1)) && [[ $(counter pending) == 0 ]] && break
+	sleep 0.1
+done
+read -r p2 h <<<"$(counter data_prefetched) $(counter skip_handle)"
+resident=$(python3 "$TOP/tests/lib/resident.py" top/sv2/D 0-7 64-255)
+grep -q "^pbitmapd: $d/top/sv2/D: opened by pid [0-9]*: data file, 1 extents" daemon.log &&
+	((p2 >= p + 1 && h == 0)) && [[ $resident == "8 0" ]] ||
+	fail "b unmounted, top/sv2/D opened: data_prefetched $p -> $p2, skip_handle $h, pages 0-7 and 64-255 resident '$resident'; want a line for top/sv2/D, one more, 0, '8 0': $(cat daemon.log)"
+pass "a subvolume's mount gone, its file opened through the top level's: read ahead, named there (skip_handle 0)"
 daemon_stop
 # open_by_handle_at(FD, {handle_bytes=20, handle_type=77, f_handle="\x00\x01..."}, ...):
 # the top level's (inode 256 of tree 5) with its generation; the data
