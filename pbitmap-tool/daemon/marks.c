@@ -208,7 +208,7 @@ static void watch_opens(int fan, const char *mnt, dev_t sb_dev, bool known)
 	struct stat st;
 	uint64_t subvol;
 	char *name = NULL;
-	int fd, target = -1, root = -1;
+	int fd, target = -1;
 
 	if (fan < 0)
 		return;
@@ -222,8 +222,8 @@ static void watch_opens(int fan, const char *mnt, dev_t sb_dev, bool known)
 	memcpy(&fsid, &events.f_fsid, sizeof(fsid));
 	subvol = mount_subvol(fd);
 	first = fs_of_event(&fsid, subvol);
-	/* one no longer mounted where it was: this one now, on whatever device */
-	if (first && first->sb_dev != sb_dev && (root = fs_root_open(first)) >= 0) {
+	/* entries are of mounts there now (drop_gone_fs()): on another device, a twin */
+	if (first && first->sb_dev != sb_dev) {
 		pb_skip(mnt, "opens of data files not watched: it has the filesystem ID of %s "
 			"(a copy with the same UUID?), and an event does not say which of "
 			"the two it came from", first->mnt);
@@ -236,22 +236,15 @@ static void watch_opens(int fan, const char *mnt, dev_t sb_dev, bool known)
 			pb_error_errno(mnt, "cannot watch opens of data files");
 		goto out;
 	}
-	/* the same subvolume of the same filesystem again: kept where it still is, else here */
-	fs = first && first->subvol == subvol ? first : NULL;
-	if (fs && (root = fs_root_open(fs)) >= 0)
-		goto out;
-	if (!fs && pbd.nr_fs == MAX_LOCAL_FS)
-		goto out;	/* its files are opened through the first mount */
-	if (!fs)
-		fs = &pbd.fs[pbd.nr_fs++];
-	free(fs->mnt);
+	/* the same subvolume of the same filesystem again: kept where it is */
+	if ((first && first->subvol == subvol) || pbd.nr_fs == MAX_LOCAL_FS)
+		goto out;	/* else its files are opened through another mount */
+	fs = &pbd.fs[pbd.nr_fs++];
 	*fs = (struct watched_fs){ .fsid = fsid, .dev = st.st_dev, .sb_dev = sb_dev, .subvol = subvol,
 				   .mnt = name };
 	memcpy(&fs->mnt_fsid, &sfs.f_fsid, sizeof(fs->mnt_fsid));
 	name = NULL;
 out:
-	if (root >= 0)
-		close(root);
 	if (target >= 0)
 		close(target);
 	if (fd >= 0)
@@ -308,10 +301,13 @@ static void add_mounted_dev(const char *mnt, unsigned int mount_id, const char *
 }
 
 /*
- * Entries of mounts gone (unmounted, or mounted over) dropped: a file of
- * their subvolume is then opened through another mount of its filesystem
- * (fs_of_event()), where it would otherwise not be opened at all
- * (skip_handle), and their slots serve mounts to come.
+ * Entries of mounts gone (unmounted, or mounted over) dropped, before the
+ * mounts of now are looked at (watch_opens() takes every entry for one
+ * mounted): a file of their subvolume is then opened through another
+ * mount of its filesystem (fs_of_event()), where it would otherwise not be
+ * opened at all (skip_handle); their filesystem, mounted again elsewhere
+ * or from another device, gets a new entry there; and their slots serve
+ * mounts to come.
  */
 static void drop_gone_fs(void)
 {
@@ -327,8 +323,6 @@ static void drop_gone_fs(void)
 		close(root);
 		pbd.fs[kept++] = pbd.fs[i];
 	}
-	/* no slot past the end holds a name: watch_opens() frees a slot's before reuse */
-	memset(&pbd.fs[kept], 0, (pbd.nr_fs - kept) * sizeof(pbd.fs[0]));
 	pbd.nr_fs = kept;
 }
 
@@ -349,6 +343,7 @@ int mark_local(int fan, int fan_open)
 	if (!fp)
 		return pb_error_errno("/proc/self/mountinfo", "cannot read");
 	pbd.nr_walk_devs = 0;	/* the mounted subvolumes of now, none gone since */
+	drop_gone_fs();
 	while (getline(&buf, &cap, fp) > 0) {
 		bool known, marked;
 
@@ -389,7 +384,6 @@ int mark_local(int fan, int fan_open)
 				(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10,
 				pbd.wide[pbd.nr_local - 1] ? "; the kernel's window is as wide" : "");
 	}
-	drop_gone_fs();
 	pb_willneed_use_table(pbd.local, pbd.chunks, pbd.wide, pbd.nr_local);
 	/* the walks' devices: the filesystems', then their mounted subvolumes' */
 	for (size_t i = 0; i < pbd.nr_local && pbd.nr_walk_devs < MAX_WALK_DEVS; i++)
