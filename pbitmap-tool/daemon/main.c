@@ -737,6 +737,56 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 	return any;
 }
 
+/*
+ * Stopping (SIGTERM, SIGINT): the children at work are given STOP_WAIT_MS
+ * to end and report (a second signal ends the wait).  Without the wait
+ * they died with the daemon (PR_SET_PDEATHSIG): a learned write was lost,
+ * and so were a reader's counts in the status file.  Both groups are
+ * closed first, so that no exec waits on a daemon that takes no event:
+ * the kernel lets through what was queued for it, and held execs are let
+ * through before.  A child still at work at the bound is killed as before,
+ * and counted as failed (reap()).
+ */
+static void stop(int fan, int fan_open, int sfd, int report_fd)
+{
+	uint64_t deadline = now_ms() + STOP_WAIT_MS, now;
+	struct signalfd_siginfo si;
+
+	hold_tick(fan, true);
+	close(fan);
+	if (fan_open >= 0)
+		close(fan_open);
+	pbd.own_fds[0] = pbd.own_fds[1] = -1;
+	fault_around_on();
+	if (pbd.children)
+		pb_note(NULL, "stopping: waiting at most %d s for %u children at work",
+			STOP_WAIT_MS / 1000, pbd.children);
+	while (pbd.children && (now = now_ms()) < deadline) {
+		struct pollfd pfd[2] = { { sfd, POLLIN, 0 }, { report_fd, POLLIN, 0 } };
+
+		poll(pfd, 2, (int)(deadline - now));
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
+				deadline = 0;	/* a second: stop now */
+		reap(report_fd, -1, -1, -1);
+	}
+	if (pbd.children)
+		pb_note(NULL, "stopping: %u children killed", pbd.children);
+	for (size_t i = 0; pbd.children && i < MAX_CHILDREN; i++)
+		if (pbd.kids[i].pid && !pbd.kids[i].ended)
+			kill(pbd.kids[i].pid, SIGKILL);
+	/* reaped, so as to be counted; a child in uninterruptible sleep, 2 s at most */
+	for (deadline = now_ms() + 2000; pbd.children && (now = now_ms()) < deadline;) {
+		struct pollfd pfd = { sfd, POLLIN, 0 };
+
+		poll(&pfd, 1, (int)(deadline - now));
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			;
+		reap(report_fd, -1, -1, -1);
+	}
+	write_status();
+}
+
 /* Events seen: when it moved, the status file is due within a second. */
 static uint64_t events_seen(void)
 {
@@ -821,9 +871,7 @@ static int serve(int fan, int fan_open)
 			mark_local(fan, fan_open);	/* mounted or unmounted since */
 		while (read(sfd, &si, sizeof(si)) == sizeof(si)) {
 			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT) {
-				hold_tick(fan, true);
-				fault_around_on();
-				write_status();
+				stop(fan, fan_open, sfd, pipefd[0]);
 				return 0;
 			}
 			if (si.ssi_signo == SIGHUP)

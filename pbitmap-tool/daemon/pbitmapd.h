@@ -43,6 +43,13 @@ struct fanotify_event_info_pidfd {
  */
 #define WRITER_SECONDS	120
 #define WRITER_CPU	20
+/*
+ * At SIGTERM, what the children at work are given to end and report
+ * (stop()): a reader ends in milliseconds, a writer of a library's slot
+ * too; a program rewritten whole on a slow disk may not, and is killed
+ * (the file is left as it was).  Well within systemd's 90 s.
+ */
+#define STOP_WAIT_MS	5000
 #define RECENT_SLOTS	64	/* execs remembered to read a file once a second */
 #define MAX_PARALLEL	64	/* PBITMAP_DAEMON_MAX_PARALLEL at most */
 #define MAX_WRITERS	2	/* learning runs being written at once (learn.c) */
