@@ -355,12 +355,16 @@ static bool data_wanted(int fd, int pidfd, time_t now)
 	 * pidfd (FAN_REPORT_PIDFD) is made of the opener itself (the event
 	 * pins its struct pid) when the event is read, and is none
 	 * (FAN_NOPIDFD) once it has been reaped, or FAN_EPIDFD when it could
-	 * not be made (both counted as gone).  The identity read by PID in
-	 * /proc is checked against it afterwards (as_opener()): no process
-	 * given the opener's PID is read as.
+	 * not be made (the daemon out of descriptors or memory: a failure,
+	 * not a gone opener).  The identity read by PID in /proc is checked
+	 * against it afterwards (as_opener()): no process given the opener's
+	 * PID is read as.
 	 */
 	if (pidfd < 0) {
-		pbd.n.data_skip_gone++;
+		if (pidfd == FAN_EPIDFD)
+			pbd.n.skip_failed++;
+		else
+			pbd.n.data_skip_gone++;
 		return false;
 	}
 	return may_start(&st, now);

@@ -27,6 +27,9 @@ struct fanotify_event_info_pidfd {
 	__s32 pidfd;
 };
 #endif
+#ifndef FAN_EPIDFD
+#define FAN_EPIDFD	-2	/* the pidfd could not be made */
+#endif
 
 #define DEFAULT_CONFIG	"/etc/pbitmap.conf"
 #define MAX_LOCAL_FS	256
