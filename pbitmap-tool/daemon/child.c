@@ -171,7 +171,9 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
  * at most, for a root learner's write), whatever the user (root's
  * included: a container's root must not read with the daemon's
  * DAC_READ_SEARCH), and the parent's death still kills us (a change of
- * credentials clears PDEATHSIG).
+ * credentials clears PDEATHSIG).  Not dumpable, whatever fs.suid_dumpable
+ * says: the user must not ptrace a child holding descriptors root opened
+ * (an execute-only program, the task's pidfd).
  */
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t keep)
 {
@@ -180,7 +182,8 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 
 	if (setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) ||
 	    setresuid(uid, uid, uid) || syscall(SYS_capset, &hdr, caps) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL) ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
 		return PB_FAIL;
 	return 0;
 }

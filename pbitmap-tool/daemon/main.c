@@ -802,9 +802,9 @@ static uint64_t events_seen(void)
  * Handle events until SIGTERM or SIGINT: 0, or PB_FAIL.  Execs first: an
  * exec is an open too, and its plan must not be pre-empted by the open.
  */
-static int serve(int fan, int fan_open)
+static int serve(int fan, int fan_open, int mounts)
 {
-	int pipefd[2], sfd, learn_fd = -1, mounts;
+	int pipefd[2], sfd, learn_fd = -1;
 	sigset_t mask;
 
 	sigemptyset(&mask);
@@ -820,13 +820,6 @@ static int serve(int fan, int fan_open)
 	pbd.own_fds[1] = fan_open;
 	pbd.own_fds[2] = sfd;
 	pbd.own_fds[3] = pipefd[0];
-	/*
-	 * The mount table, polled (POLLPRI: it changed): a filesystem mounted
-	 * while the daemon runs (a USB disk, a /home mounted late, a btrfs
-	 * subvolume) is watched as it is mounted, not at the next SIGHUP.
-	 * Not fatal: SIGHUP does the same.
-	 */
-	mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	if (pbd.cfg.learn != PBD_LEARN_NO) {
 		/* =off: before the first run can be followed (learn.c: precise) */
 		if (pbd.cfg.learn_fault_around == PBD_FA_OFF)
@@ -924,7 +917,7 @@ static int start(void)
 {
 	struct rlimit nofile;
 	char dir[PATH_MAX], *slash;
-	int fan, fan_open;
+	int fan, fan_open, mounts;
 
 	snprintf(dir, sizeof(dir), "%s", pbd.status_path);
 	slash = strrchr(dir, '/');
@@ -955,6 +948,15 @@ static int start(void)
 					   O_RDONLY | O_LARGEFILE | O_CLOEXEC)) < 0)
 		pb_error_errno(NULL, "fanotify_init (FAN_REPORT_FID, FAN_REPORT_PIDFD): "
 			       "data files are not read ahead");
+	/*
+	 * The mount table, polled (POLLPRI: it changed since this open): a
+	 * filesystem mounted while the daemon runs (a USB disk, a /home
+	 * mounted late, a btrfs subvolume) is watched as it is mounted, not
+	 * at the next SIGHUP.  Opened before the first look at it, so that a
+	 * mount made in between is not missed.  Not fatal: SIGHUP does the
+	 * same.
+	 */
+	mounts = open("/proc/self/mountinfo", O_RDONLY | O_CLOEXEC);
 	if (mark_local(fan, fan_open))
 		return PB_FAIL;
 	/*
@@ -977,7 +979,7 @@ static int start(void)
 	meta_start();
 	pbd.kernel_fd = open("/proc/sys/vm/pbitmap_enabled", O_RDONLY | O_CLOEXEC);
 	pbd.kernel_learn_fd = open("/proc/sys/vm/pbitmap_learn", O_RDONLY | O_CLOEXEC);
-	return serve(fan, fan_open);
+	return serve(fan, fan_open, mounts);
 }
 
 int main(int argc, char **argv)
