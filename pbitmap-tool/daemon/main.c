@@ -164,17 +164,16 @@ static pid_t kid_serving(pid_t pid)
 }
 
 /*
- * A child past its alarm: killed, so that no user can fill the slots and
- * turn the daemon off.  A stopped child is killed as soon as it stops
- * (reap()); this is for one that runs on past its alarm and CPU limit
- * (blocked in the kernel, say).
+ * Children whose deadline is before @t, killed: with now_ms(), those past
+ * their alarm, so that no user can fill the slots and turn the daemon off
+ * (a stopped child is killed as soon as it stops, reap(); this is for one
+ * that runs on past its alarm and CPU limit, blocked in the kernel, say);
+ * with UINT64_MAX, every one (stop()).
  */
-static void kill_overstayed(void)
+static void kill_kids_before(uint64_t t)
 {
-	uint64_t now = now_ms();
-
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid && !pbd.kids[i].ended && now > pbd.kids[i].deadline_ms)
+		if (pbd.kids[i].pid && !pbd.kids[i].ended && t > pbd.kids[i].deadline_ms)
 			kill(pbd.kids[i].pid, SIGKILL);
 }
 
@@ -721,7 +720,7 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 		ended = true;
 		hold_reaped(pbd.own_fds[0], pid);
 		/*
-		 * killed: its alarm, CPU limit, or kill_overstayed(); a
+		 * killed: its alarm, CPU limit, or kill_kids_before(); a
 		 * writer that exited with 1 sent no report (its chroot or
 		 * its credentials refused): failed, not silently lost
 		 */
@@ -742,6 +741,27 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 }
 
 /*
+ * Reap children and read their reports until none is at work or @ms have
+ * passed: whether a SIGTERM or SIGINT came meanwhile (when @signal_ends,
+ * it ends the wait).
+ */
+static bool await_children(int sfd, int report_fd, uint64_t ms, bool signal_ends)
+{
+	uint64_t deadline = now_ms() + ms, now;
+	struct pollfd pfd[2] = { { sfd, POLLIN, 0 }, { report_fd, POLLIN, 0 } };
+	struct signalfd_siginfo si;
+	bool signalled = false;
+
+	while (pbd.children && !(signal_ends && signalled) && (now = now_ms()) < deadline) {
+		poll(pfd, 2, (int)(deadline - now));
+		while (read(sfd, &si, sizeof(si)) == sizeof(si))
+			signalled |= si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT;
+		reap(report_fd, -1, -1, -1);
+	}
+	return signalled;
+}
+
+/*
  * Stopping (SIGTERM, SIGINT): the children at work are given STOP_WAIT_MS
  * to end and report (a second signal ends the wait).  Without the wait
  * they died with the daemon (PR_SET_PDEATHSIG): a learned write was lost,
@@ -749,13 +769,11 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
  * closed first, so that no exec waits on a daemon that takes no event:
  * the kernel lets through what was queued for it, and held execs are let
  * through before.  A child still at work at the bound is killed as before,
- * and counted as failed (reap()).
+ * and reaped to be counted as failed (reap(); one in uninterruptible
+ * sleep, 2 s at most).
  */
 static void stop(int fan, int fan_open, int sfd, int report_fd)
 {
-	uint64_t deadline = now_ms() + STOP_WAIT_MS, now;
-	struct signalfd_siginfo si;
-
 	hold_tick(fan, true);
 	close(fan);
 	if (fan_open >= 0)
@@ -765,28 +783,11 @@ static void stop(int fan, int fan_open, int sfd, int report_fd)
 	if (pbd.children)
 		pb_note(NULL, "stopping: waiting at most %d s for %u children at work",
 			STOP_WAIT_MS / 1000, pbd.children);
-	while (pbd.children && (now = now_ms()) < deadline) {
-		struct pollfd pfd[2] = { { sfd, POLLIN, 0 }, { report_fd, POLLIN, 0 } };
-
-		poll(pfd, 2, (int)(deadline - now));
-		while (read(sfd, &si, sizeof(si)) == sizeof(si))
-			if (si.ssi_signo == SIGTERM || si.ssi_signo == SIGINT)
-				deadline = 0;	/* a second: stop now */
-		reap(report_fd, -1, -1, -1);
-	}
-	if (pbd.children)
+	await_children(sfd, report_fd, STOP_WAIT_MS, true);
+	if (pbd.children) {
 		pb_note(NULL, "stopping: %u children killed", pbd.children);
-	for (size_t i = 0; pbd.children && i < MAX_CHILDREN; i++)
-		if (pbd.kids[i].pid && !pbd.kids[i].ended)
-			kill(pbd.kids[i].pid, SIGKILL);
-	/* reaped, so as to be counted; a child in uninterruptible sleep, 2 s at most */
-	for (deadline = now_ms() + 2000; pbd.children && (now = now_ms()) < deadline;) {
-		struct pollfd pfd = { sfd, POLLIN, 0 };
-
-		poll(&pfd, 1, (int)(deadline - now));
-		while (read(sfd, &si, sizeof(si)) == sizeof(si))
-			;
-		reap(report_fd, -1, -1, -1);
+		kill_kids_before(UINT64_MAX);
+		await_children(sfd, report_fd, 2000, false);
 	}
 	write_status();
 }
@@ -854,7 +855,7 @@ static int serve(int fan, int fan_open, int mounts)
 			fault_around_on();
 			return pb_error_errno(NULL, "poll");
 		}
-		kill_overstayed();
+		kill_kids_before(now_ms());
 		hold_tick(fan, false);
 		/* first: a learner's faults fill the ring buffer fastest */
 		if (pfd[4].revents & POLLIN)
