@@ -10,6 +10,9 @@
 #   daemon_stop    SIGTERM: it must exit with 0 and no sanitizer report
 #   counter NAME   its value in the status file (written at most once a
 #                  second after an event that starts no reader)
+#   stamp_data FILE...
+#                  each a data file of 1 MiB of random bytes, stamped with
+#                  pages 0-7 marked (its user.pbitmap attribute)
 
 PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
 [[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
@@ -44,3 +47,12 @@ daemon_stop() {
 }
 
 counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
+
+stamp_data() {
+	local f
+
+	for f; do
+		head -c $((1 << 20)) /dev/urandom >"$f" && "$PBITMAP" add -q "$f" &&
+			"$PBITMAP" set -q --pages 0-7 "$f" || fail "cannot stamp $f"
+	done
+}

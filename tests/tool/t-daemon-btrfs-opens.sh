@@ -50,10 +50,7 @@ print(struct.unpack("l", fcntl.ioctl(os.open(sys.argv[1], os.O_RDONLY), 0x800876
 mount -o subvol=sv "$loop" a && mount -o subvol=sv2 "$loop" b || fail "cannot mount the subvolumes of $loop"
 at_exit "umount $d/a $d/b 2>/dev/null"
 files=(a/D b/D a/nested/D)
-for f in "${files[@]}"; do
-	head -c $((1 << 20)) /dev/urandom >"$f" && "$PBITMAP" add -q "$f" && "$PBITMAP" set -q --pages 0-7 "$f" ||
-		fail "cannot stamp $f"
-done
+stamp_data "${files[@]}"
 sync && echo 1 >/proc/sys/vm/drop_caches	# pbitmap's opens came before the daemon: not seen
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf

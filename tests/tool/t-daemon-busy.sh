@@ -21,10 +21,7 @@ need strace
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-for f in A B; do
-	head -c $((1 << 20)) /dev/urandom >$f && "$PBITMAP" add -q $f && "$PBITMAP" set -q --pages 0-7 $f ||
-		fail "cannot stamp $f"
-done
+stamp_data A B
 sleep 2.1	# pbitmap's own opens of them are not the daemon's: none yet, but to be sure
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_MAX_PARALLEL=1\n' >one.conf
 daemon_start one.conf -f -e trace=fadvise64 -e inject=fadvise64:delay_enter=400000 -o strace.log

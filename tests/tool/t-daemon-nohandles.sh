@@ -29,8 +29,7 @@ need strace
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-head -c $((1 << 20)) /dev/urandom >data && "$PBITMAP" add -q data &&
-	"$PBITMAP" set -q --pages 0-7 data || fail "cannot stamp data"
+stamp_data data
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
 said="pbitmapd: cannot open files by handle (open_by_handle_at(2): a kernel without CONFIG_FHANDLE, or a policy refusing it): data files are not read ahead"

@@ -36,10 +36,7 @@ need strace setpriv python3 fincore
 d=$(tmpdir)
 chmod 755 "$(dirname "$d")" "$d"	# for nobody
 cd "$d" || fail "cd $d"
-for f in wronly open gone reused; do
-	head -c $((1 << 20)) /dev/urandom >$f && "$PBITMAP" add -q $f && "$PBITMAP" set -q --pages 0-7 $f ||
-		fail "cannot stamp $f"
-done
+stamp_data wronly open gone reused
 chmod 0602 wronly reused && chmod 0644 open gone || fail "chmod"
 NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 cached() { fincore -nb -o RES "$1"; }

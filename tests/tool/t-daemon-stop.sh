@@ -27,10 +27,7 @@ need strace
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-for f in A B; do
-	head -c $((1 << 20)) /dev/urandom >$f && "$PBITMAP" add -q $f && "$PBITMAP" set -q --pages 0-7 $f ||
-		fail "cannot stamp $f"
-done
+stamp_data A B
 sleep 2.1	# pbitmap's own opens of them are not the daemon's
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_HOLD_EXEC_MS=100\n' >hold.conf

@@ -32,8 +32,7 @@ loop=$(losetup -f --show fs.img) || fail "cannot attach fs.img to a loop device"
 at_exit "losetup -d $loop"
 mount "$loop" mnt || fail "cannot mount $loop"
 at_exit "umount $d/mnt 2>/dev/null"
-head -c $((1 << 20)) /dev/urandom >mnt/data && "$PBITMAP" add -q mnt/data &&
-	"$PBITMAP" set -q --pages 0-7 mnt/data || fail "cannot stamp mnt/data"
+stamp_data mnt/data
 sleep 2.1	# pbitmap's own opens of it: none counted, but not "recent" either
 
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
