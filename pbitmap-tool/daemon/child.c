@@ -350,9 +350,32 @@ static bool leave_to_kernel(int setting, dev_t dev)
 }
 
 /*
+ * The filesystem identity @uid, @gid and @groups (of @nr), with no
+ * capability in effect but CAP_SETUID and CAP_SETGID, kept for the drop
+ * to nobody that decodes a record (xattr_pages()).  0 or PB_FAIL.
+ */
+static int read_as(uid_t uid, gid_t gid, const gid_t *groups, int nr)
+{
+	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
+	struct __user_cap_data_struct caps[2];
+
+	if (syscall(SYS_capget, &hdr, caps))
+		return PB_FAIL;
+	caps[0].effective = (1u << CAP_SETUID) | (1u << CAP_SETGID);
+	caps[1].effective = 0;
+	if (syscall(SYS_capset, &hdr, caps) || setgroups((size_t)nr, groups))
+		return PB_FAIL;
+	setfsgid(gid);
+	setfsuid(uid);
+	/* they return the old value: the new one is checked by asking again */
+	return (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid ? 0 : PB_FAIL;
+}
+
+/*
  * A record kept in user.pbitmap, as a data file keeps it (a data file at
  * its open, a script exec'd): its marked pages.  The value is read with
- * the caller's identity (root for a script, a data file's opener) and
+ * the caller's identity (read_as(): a script's user, a data file's
+ * opener) and
  * decoded (zstd, the record's checks) as nobody, with no capability: a
  * file anybody can label is not parsed with anybody else's rights.  0, or
  * PB_NONE when it holds no valid record.
@@ -448,8 +471,14 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		r.p.libs_to_kernel = leave_to_kernel(pbd.cfg.read_libraries, st.st_dev);
 		r.p.plan_to_kernel = leave_to_kernel(pbd.cfg.read_plan, st.st_dev);
 		if (!pb_marker_is_one(t.marker, sizeof(t.marker))) {
-			/* a script: its own pages, nothing more */
-			ret = xattr_pages(exe_fd, &r.p);
+			/*
+			 * a script: its own pages, nothing more, its record read
+			 * as its user (or nobody): an execute-only script's is not
+			 */
+			ret = r.gone ? read_as(65534, 65534, NULL, 0) :
+				       read_as(t.uid, t.gid, t.groups, t.nr_groups);
+			if (!ret)
+				ret = xattr_pages(exe_fd, &r.p);
 			script = !ret;
 		} else {
 			/* the task's user, or nobody: no record decoded as root */
@@ -491,19 +520,15 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 
 
 /*
- * Take the filesystem identity of the opener @pid of a data file: its real
- * user and groups, and no capability in effect but CAP_SETUID and
- * CAP_SETGID, kept for the drop to nobody that decodes the record
- * (xattr_pages()): the opener may not be the file's owner, whose record
- * it is to craft.  An open event says nothing of the open's mode: a user
- * may open for writing only a file they may not read, and the daemon must
- * not read it for them.  @opener: a pidfd of @pid, still its process once
- * its identity is taken.  0, PB_NONE when it is gone, or PB_FAIL.
+ * Take the filesystem identity of the opener @pid of a data file
+ * (read_as()): the opener may not be the file's owner, whose record it is
+ * to craft.  An open event says nothing of the open's mode: a user may
+ * open for writing only a file they may not read, and the daemon must not
+ * read it for them.  @opener: a pidfd of @pid, still its process once its
+ * identity is taken.  0, PB_NONE when it is gone, or PB_FAIL.
  */
 static int as_opener(pid_t pid, int opener)
 {
-	struct __user_cap_header_struct hdr = { _LINUX_CAPABILITY_VERSION_3, 0 };
-	struct __user_cap_data_struct caps[2];
 	static gid_t groups[NGROUPS_MAX];
 	uid_t uid;
 	gid_t gid;
@@ -512,16 +537,7 @@ static int as_opener(pid_t pid, int opener)
 	if (task_creds(pid, &uid, &gid, groups, NGROUPS_MAX, &nr, NULL) ||
 	    syscall(SYS_pidfd_send_signal, opener, 0, NULL, 0))
 		return PB_NONE;
-	if (syscall(SYS_capget, &hdr, caps))
-		return PB_FAIL;
-	caps[0].effective = (1u << CAP_SETUID) | (1u << CAP_SETGID);
-	caps[1].effective = 0;
-	if (syscall(SYS_capset, &hdr, caps) || setgroups((size_t)nr, groups))
-		return PB_FAIL;
-	setfsgid(gid);
-	setfsuid(uid);
-	/* they return the old value: the new one is checked by asking again */
-	return (gid_t)setfsgid((gid_t)-1) == gid && (uid_t)setfsuid((uid_t)-1) == uid ? 0 : PB_FAIL;
+	return read_as(uid, gid, groups, nr);
 }
 
 /*
