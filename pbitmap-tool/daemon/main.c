@@ -388,6 +388,7 @@ static void burst_root_close(void)
 	if (burst_root.fd >= 0)
 		close(burst_root.fd);
 	burst_root.fd = -1;
+	burst_root.fs = NULL;	/* mark_local() moves and drops entries */
 }
 
 static int burst_root_open(const struct watched_fs *fs)

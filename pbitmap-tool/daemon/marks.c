@@ -27,8 +27,11 @@
 #define FILEID_BTRFS_WITHOUT_PARENT	0x4d
 #define FILEID_BTRFS_WITH_PARENT_ROOT	0x4f
 
-/* Filesystems on a block device that no daemon or server answers for. */
-static bool local_type(const char *type)
+/*
+ * Filesystems on a block device that no daemon or server answers for:
+ * @type's name, kept, or NULL.
+ */
+static const char *local_type(const char *type)
 {
 	static const char *const types[] = {
 		"ext2", "ext3", "ext4", "xfs", "btrfs", "f2fs", "jfs", "reiserfs", "nilfs2",
@@ -38,8 +41,8 @@ static bool local_type(const char *type)
 
 	for (const char *const *t = types; *t; t++)
 		if (!strcmp(type, *t))
-			return true;
-	return false;
+			return *t;
+	return NULL;
 }
 
 bool is_local(dev_t dev)
@@ -102,10 +105,46 @@ struct watched_fs *fs_of_event(const __kernel_fsid_t *fsid, uint64_t subvol)
 }
 
 /*
- * Opened for each event and closed after it, not kept open from the start:
- * a descriptor kept on a filesystem makes it busy, and no filesystem the
- * daemon watched (a USB stick, a backup disk) could be unmounted while it
- * ran.  What is mounted there now must be the filesystem watched.
+ * The root of the mount @mount_id at @mnt, opened O_RDONLY, or -1 and
+ * errno.  The path is looked up O_PATH and
+ * without following its last component: that neither mounts an automount
+ * point (an ESP on x-systemd.automount would be mounted again after each
+ * idle unmount) nor asks a filesystem there for anything.  What is found
+ * must be that mount, not one mounted over it since (a user's FUSE mount
+ * with user_allow_other: opening it would ask the user's server): EXDEV
+ * otherwise.  "." then opens the mount's root without another look-up.
+ * @stx, when not NULL, is the root's statx() (its device).
+ */
+static int mount_root_open(const char *mnt, unsigned int mount_id, struct statx *stx)
+{
+	struct statx own;
+	int path_fd, fd = -1;
+
+	if (!stx)
+		stx = &own;
+	path_fd = open(mnt, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (path_fd < 0)
+		return -1;
+	if (statx(path_fd, "", AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_MNT_ID,
+		  stx))
+		goto out;
+	if (!(stx->stx_mask & STATX_MNT_ID) || stx->stx_mnt_id != mount_id ||
+	    !S_ISDIR(stx->stx_mode)) {
+		errno = EXDEV;
+		goto out;
+	}
+	fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+out:
+	close(path_fd);
+	return fd;
+}
+
+/*
+ * Opened for each burst of events and closed after it, not kept open from
+ * the start: a descriptor kept on a filesystem makes it busy, and no
+ * filesystem the daemon watched (a USB stick, a backup disk) could be
+ * unmounted while it ran.  The mount must be the one watched
+ * (mount_root_open()), and its filesystem the same.
  */
 int fs_root_open(const struct watched_fs *fs)
 {
@@ -115,7 +154,7 @@ int fs_root_open(const struct watched_fs *fs)
 
 	if (!fs)
 		return -1;
-	fd = open(fs->mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);	/* not O_PATH: open_by_handle_at() */
+	fd = mount_root_open(fs->mnt, fs->mount_id, NULL);	/* not O_PATH: open_by_handle_at() */
 	if (fd >= 0 && (fstatfs(fd, &sfs) || fstat(fd, &st) || st.st_dev != fs->dev ||
 			memcmp(&sfs.f_fsid, &fs->mnt_fsid, sizeof(sfs.f_fsid)))) {
 		close(fd);
@@ -183,9 +222,18 @@ static int opens_mark_target(int mnt_fd, const struct statfs *sfs)
 	return open_by_handle_at(mnt_fd, &top.h, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
+/* A line of /proc/self/mountinfo of a local filesystem (local_type()). */
+struct mount_line {
+	unsigned int id;
+	dev_t dev;		/* mountinfo's: its superblock's */
+	bool btrfs;
+	const char *type;	/* local_type()'s */
+	char *mnt;
+};
+
 /*
- * Opens on the filesystem mounted at @mnt (mountinfo's device @sb_dev),
- * reported by file handle, and where to open those handles
+ * Opens on the filesystem of the mount @m, whose root is @root (statfs
+ * @sfs), reported by file handle, and where to open those handles
  * (fs_root_open()).  Not fatal: execs are watched whatever happens here
  * (a filesystem without file handles, say).
  *
@@ -200,195 +248,294 @@ static int opens_mark_target(int mnt_fd, const struct statfs *sfs)
  * of one filesystem (a bind mount, another btrfs subvolume) is no twin:
  * its events are the first one's.
  */
-static void watch_opens(int fan, const char *mnt, dev_t sb_dev, bool known)
+static void watch_opens(int fan, const struct mount_line *m, int root, const struct statfs *sfs,
+			bool known)
 {
 	struct watched_fs *first, *fs;
-	struct statfs sfs, events;
+	struct statfs events;
 	__kernel_fsid_t fsid;
 	struct stat st;
 	uint64_t subvol;
 	char *name = NULL;
-	int fd, target = -1;
+	int target = -1;
 
 	if (fan < 0)
 		return;
-	fd = open(mnt, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fd < 0 || fstatfs(fd, &sfs) || fstat(fd, &st) || (target = opens_mark_target(fd, &sfs)) < 0 ||
-	    fstatfs(target, &events) || !(name = strdup(mnt))) {
+	if (fstat(root, &st) || (target = opens_mark_target(root, sfs)) < 0 || fstatfs(target, &events) ||
+	    !(name = strdup(m->mnt))) {
 		if (!known)
-			pb_error_errno(mnt, "cannot watch opens of data files");
+			pb_error_errno(m->mnt, "cannot watch opens of data files");
 		goto out;
 	}
 	memcpy(&fsid, &events.f_fsid, sizeof(fsid));
-	subvol = mount_subvol(fd);
+	subvol = mount_subvol(root);
 	first = fs_of_event(&fsid, subvol);
-	/* entries are of mounts there now (drop_gone_fs()): on another device, a twin */
-	if (first && first->sb_dev != sb_dev) {
-		pb_skip(mnt, "opens of data files not watched: it has the filesystem ID of %s "
-			"(a copy with the same UUID?), and an event does not say which of "
-			"the two it came from", first->mnt);
+	/* entries are of mounts there now (forget_gone()): on another device, a twin */
+	if (first && first->sb_dev != m->dev) {
+		if (!known)
+			pb_skip(m->mnt, "opens of data files not watched: it has the filesystem ID "
+				"of %s (a copy with the same UUID?), and an event does not say "
+				"which of the two it came from", first->mnt);
 		goto out;
 	}
 	if (!first && pbd.nr_fs == MAX_LOCAL_FS)
 		goto out;	/* no entry for its events: not marked */
 	if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM, FAN_OPEN, target, NULL)) {
 		if (!known)
-			pb_error_errno(mnt, "cannot watch opens of data files");
+			pb_error_errno(m->mnt, "cannot watch opens of data files");
 		goto out;
 	}
 	/* the same subvolume of the same filesystem again: kept where it is */
 	if ((first && first->subvol == subvol) || pbd.nr_fs == MAX_LOCAL_FS)
 		goto out;	/* else its files are opened through another mount */
 	fs = &pbd.fs[pbd.nr_fs++];
-	*fs = (struct watched_fs){ .fsid = fsid, .dev = st.st_dev, .sb_dev = sb_dev, .subvol = subvol,
-				   .mnt = name };
-	memcpy(&fs->mnt_fsid, &sfs.f_fsid, sizeof(fs->mnt_fsid));
+	*fs = (struct watched_fs){ .fsid = fsid, .dev = st.st_dev, .sb_dev = m->dev, .subvol = subvol,
+				   .mount_id = m->id, .mnt = name };
+	memcpy(&fs->mnt_fsid, &sfs->f_fsid, sizeof(fs->mnt_fsid));
 	name = NULL;
 out:
 	if (target >= 0)
 		close(target);
-	if (fd >= 0)
-		close(fd);
 	free(name);
 }
 
 /*
  * How much of a range one POSIX_FADV_WILLNEED reads on the filesystem
- * mounted at @mnt, and in *@wide whether the kernel's read-ahead window
- * there is at least the largest request: its block device's (blockdev.c:
- * a btrfs's one device too), read from sysfs here, in the daemon's root,
- * for the children, which must not read sysfs in other users' roots
- * (willneed.c).
+ * whose root is @root, and in *@wide whether the kernel's read-ahead
+ * window there is at least the largest request: its block device's
+ * (blockdev.c: a btrfs's one device too), read from sysfs here, in the
+ * daemon's root, for the children, which must not read sysfs in other
+ * users' roots (willneed.c).  Named through /proc/self/fd: the root
+ * found, not whatever its path leads to now.
  */
-static uint64_t mount_chunk(const char *mnt, bool *wide)
+static uint64_t mount_chunk(int root, bool *wide)
 {
-	char why[PB_BLOCKDEV_WHY];
+	char why[PB_BLOCKDEV_WHY], name[64];
 	dev_t dev;
 
 	*wide = false;
-	if (pb_block_device(mnt, &dev, why, sizeof(why)))
+	snprintf(name, sizeof(name), "/proc/self/fd/%d", root);
+	if (pb_block_device(name, &dev, why, sizeof(why)))
 		return PB_WILLNEED_CHUNK_DEFAULT;
 	*wide = pb_window_wide_of_device(dev);
 	return pb_willneed_chunk_of_device(dev);
 }
 
-/*
- * The files of a btrfs mount report the device of the subvolume mounted
- * there, not the filesystem's (mountinfo's): that device is local too, for
- * the children's walks (pb_confine_local()).  Subvolumes inside it are
- * known by their mount (confine.c).  Taken only from the mount @mount_id
- * itself: a path can be mounted over (a user's FUSE mount over their USB
- * stick's), and what is on top is not that filesystem.
- */
-static void add_mounted_dev(const char *mnt, unsigned int mount_id, const char *type)
+/* @dev into @devs (of *@nr, room for @max) unless there already. */
+static void add_dev(dev_t *devs, size_t *nr, size_t max, dev_t dev)
 {
-	struct statx stx;
-	dev_t dev;
-	int fd;
-
-	if (strcmp(type, "btrfs") || pbd.nr_walk_devs == MAX_WALK_DEVS)
-		return;
-	fd = open(mnt, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return;
-	if (!statx(fd, "", AT_EMPTY_PATH | AT_STATX_DONT_SYNC, STATX_MNT_ID, &stx) &&
-	    (stx.stx_mask & STATX_MNT_ID) && stx.stx_mnt_id == mount_id) {
-		dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
-		if (!is_local(dev))
-			pbd.walk_devs[pbd.nr_walk_devs++] = dev;
-	}
-	close(fd);
+	for (size_t i = 0; i < *nr; i++)
+		if (devs[i] == dev)
+			return;
+	if (*nr < max)
+		devs[(*nr)++] = dev;
 }
 
 /*
- * Entries of mounts gone (unmounted, or mounted over) dropped, before the
- * mounts of now are looked at (watch_opens() takes every entry for one
- * mounted): a file of their subvolume is then opened through another
- * mount of its filesystem (fs_of_event()), where it would otherwise not be
- * opened at all (skip_handle); their filesystem, mounted again elsewhere
- * or from another device, gets a new entry there; and their slots serve
- * mounts to come.
+ * The local filesystems of /proc/self/mountinfo, into *@lines (to free
+ * with free_mounts()): their number, or -1.
  */
-static void drop_gone_fs(void)
+static ssize_t read_mounts(struct mount_line **lines)
+{
+	char *buf = NULL, mnt[PATH_MAX], type[64], *sep;
+	unsigned int id, maj, min;
+	size_t cap = 0, nr = 0, room = 0;
+	struct mount_line *l = NULL, *grown;
+	FILE *fp = fopen("/proc/self/mountinfo", "re");
+
+	if (!fp) {
+		pb_error_errno("/proc/self/mountinfo", "cannot read");
+		return -1;
+	}
+	while (getline(&buf, &cap, fp) > 0) {
+		sep = strstr(buf, " - ");
+		/* mountinfo escapes blanks as \040: such mounts are left out */
+		if (!sep || sscanf(buf, "%u %*u %u:%u %*s %4095s", &id, &maj, &min, mnt) != 4 ||
+		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type) || strchr(mnt, '\\'))
+			continue;
+		if (nr == room) {
+			room = room ? 2 * room : 64;
+			grown = realloc(l, room * sizeof(*l));
+			if (!grown)
+				break;
+			l = grown;
+		}
+		l[nr] = (struct mount_line){ .id = id, .dev = makedev(maj, min),
+					     .btrfs = !strcmp(type, "btrfs"), .type = local_type(type),
+					     .mnt = strdup(mnt) };
+		if (l[nr].mnt)
+			nr++;
+	}
+	free(buf);
+	fclose(fp);
+	*lines = l;
+	return (ssize_t)nr;
+}
+
+static void free_mounts(struct mount_line *lines, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(lines[i].mnt);
+	free(lines);
+}
+
+static const struct mount_line *line_of_id(const struct mount_line *lines, size_t nr,
+					   unsigned int id)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (lines[i].id == id)
+			return &lines[i];
+	return NULL;
+}
+
+static bool dev_mounted(const struct mount_line *lines, size_t nr, dev_t dev)
+{
+	for (size_t i = 0; i < nr; i++)
+		if (lines[i].dev == dev)
+			return true;
+	return false;
+}
+
+/*
+ * What was watched and is no longer mounted, forgotten before the mounts
+ * of now are looked at.
+ *
+ * A filesystem unmounted is no longer local: a btrfs's device is an
+ * anonymous one (0:NN), which the next tmpfs, FUSE or NFS mount can be
+ * given, and a walk that took it as local would enter that mount
+ * (is_local(), the walks' devices).  Its exec mark went with its
+ * superblock.
+ *
+ * An open entry whose mount is gone (unmounted, or its mount ID now
+ * another filesystem's) is dropped, so that a file of its subvolume is
+ * opened through another mount of its filesystem (fs_of_event()), its
+ * filesystem mounted again elsewhere gets a new entry there, and its slot
+ * serves mounts to come.  A mount moved keeps its entry, at its new path.
+ * When one is dropped, the open group's filesystem marks are all removed,
+ * and marked again by the mounts of now: a superblock still alive (a lazy
+ * unmount with files open) would otherwise keep its mark, and its events,
+ * with its ID, be taken for a twin's marked since.
+ */
+static void forget_gone(int fan_open, const struct mount_line *lines, size_t nr)
 {
 	size_t kept = 0;
+	bool dropped = false;
 
+	for (size_t i = 0; i < pbd.nr_local; i++) {
+		if (!dev_mounted(lines, nr, pbd.local[i]))
+			continue;
+		pbd.local[kept] = pbd.local[i];
+		pbd.chunks[kept] = pbd.chunks[i];
+		pbd.wide[kept++] = pbd.wide[i];
+	}
+	pbd.nr_local = kept;
+	kept = 0;
 	for (size_t i = 0; i < pbd.nr_fs; i++) {
-		int root = fs_root_open(&pbd.fs[i]);
+		const struct mount_line *m = line_of_id(lines, nr, pbd.fs[i].mount_id);
+		char *moved = m && strcmp(m->mnt, pbd.fs[i].mnt) ? strdup(m->mnt) : NULL;
 
-		if (root < 0) {
+		if (!m || m->dev != pbd.fs[i].sb_dev) {
 			free(pbd.fs[i].mnt);
+			dropped = true;
 			continue;
 		}
-		close(root);
+		if (moved) {
+			free(pbd.fs[i].mnt);
+			pbd.fs[i].mnt = moved;
+		}
 		pbd.fs[kept++] = pbd.fs[i];
 	}
 	pbd.nr_fs = kept;
+	if (dropped && fan_open >= 0)
+		fanotify_mark(fan_open, FAN_MARK_FLUSH | FAN_MARK_FILESYSTEM, 0, AT_FDCWD, NULL);
+}
+
+/*
+ * Mark the mount @m: execs in the group @fan, opens in @fan_open.  Its
+ * btrfs subvolume's device, when its files report one of their own, into
+ * @subvol_devs (of *@nr_subvol): local too, for the children's walks
+ * (pb_confine_local()); subvolumes inside it are known by their mount
+ * (confine.c).
+ */
+static void mark_mount(int fan, int fan_open, const struct mount_line *m, dev_t *subvol_devs,
+		       size_t *nr_subvol)
+{
+	bool known = is_local(m->dev);
+	struct statfs sfs;
+	struct statx stx;
+	int root;
+
+	if (!known && pbd.nr_local == MAX_LOCAL_FS)
+		return;
+	root = mount_root_open(m->mnt, m->id, &stx);
+	if (root < 0 || fstatfs(root, &sfs)) {
+		/* hidden: its files have no path, and nothing is opened through it */
+		if (errno == EXDEV && pb_verbose)
+			pb_note(m->mnt, "not watched: another filesystem is mounted over it");
+		else if (errno != EXDEV && !known)
+			pb_error_errno(m->mnt, "cannot watch (open)");
+		goto out;
+	}
+	if (m->btrfs)
+		add_dev(subvol_devs, nr_subvol, MAX_WALK_DEVS,
+			makedev(stx.stx_dev_major, stx.stx_dev_minor));
+	if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+			  pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC, root, NULL)) {
+		/* refused for a filesystem known already: its opens are left as they are */
+		if (!known)
+			pb_error_errno(m->mnt, "cannot watch (fanotify_mark)");
+		goto out;
+	}
+	if (known) {
+		watch_opens(fan_open, m, root, &sfs, true);
+		goto out;
+	}
+	if (m->btrfs) {
+		pbd.btrfs_watched = true;
+		if (!learn_knows_btrfs())
+			pb_note(m->mnt, "its files are not learned: btrfs was loaded after "
+				"pbitmapd started (restart pbitmapd)");
+	}
+	pbd.chunks[pbd.nr_local] = mount_chunk(root, &pbd.wide[pbd.nr_local]);
+	pbd.local[pbd.nr_local++] = m->dev;
+	watch_opens(fan_open, m, root, &sfs, false);
+	if (pb_verbose)
+		pb_note(m->mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB%s)",
+			m->type, major(m->dev), minor(m->dev),
+			(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10,
+			pbd.wide[pbd.nr_local - 1] ? "; the kernel's window is as wide" : "");
+out:
+	if (root >= 0)
+		close(root);
 }
 
 /*
  * Mark each local filesystem of /proc/self/mountinfo: execs in the group
  * @fan, opens in @fan_open.  0 or PB_FAIL.  At each change of the mount
- * table, and at SIGHUP, those known already are marked again (a mark that
- * is there stays as it was): one unmounted and mounted again since has
- * lost its marks with its superblock.
+ * table, and at SIGHUP, what is no longer mounted is forgotten, and those
+ * known already are marked again (a mark that is there stays as it was):
+ * one unmounted and mounted again since has lost its marks with its
+ * superblock.  The children's walks take as local the devices of now
+ * only: the filesystems', then their mounted subvolumes'.
  */
 int mark_local(int fan, int fan_open)
 {
-	char *buf = NULL, mnt[PATH_MAX], type[64], *sep;
-	unsigned int id, maj, min;
-	size_t cap = 0;
-	FILE *fp = fopen("/proc/self/mountinfo", "re");
+	static dev_t subvol_devs[MAX_WALK_DEVS];
+	struct mount_line *lines;
+	ssize_t nr = read_mounts(&lines);
+	size_t nr_subvol = 0;
 
-	if (!fp)
-		return pb_error_errno("/proc/self/mountinfo", "cannot read");
-	pbd.nr_walk_devs = 0;	/* the mounted subvolumes of now, none gone since */
-	drop_gone_fs();
-	while (getline(&buf, &cap, fp) > 0) {
-		bool known, marked;
-
-		sep = strstr(buf, " - ");
-		if (!sep || sscanf(buf, "%u %*u %u:%u %*s %4095s", &id, &maj, &min, mnt) != 4 ||
-		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type))
-			continue;
-		known = is_local(makedev(maj, min));
-		/* mountinfo escapes blanks as \040: such mounts are left out */
-		if ((!known && pbd.nr_local == MAX_LOCAL_FS) || strchr(mnt, '\\'))
-			continue;
-		marked = !fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
-					pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC,
-					AT_FDCWD, mnt);
-		if (!marked && !known) {
-			pb_error_errno(mnt, "cannot watch (fanotify_mark)");
-			continue;
-		}
-		add_mounted_dev(mnt, id, type);
-		if (!marked)	/* refused for a filesystem known already: its opens are left as they are */
-			continue;
-		if (known) {
-			watch_opens(fan_open, mnt, makedev(maj, min), true);
-			continue;
-		}
-		if (!strcmp(type, "btrfs")) {
-			pbd.btrfs_watched = true;
-			if (!learn_knows_btrfs())
-				pb_note(mnt, "its files are not learned: btrfs was loaded after "
-					"pbitmapd started (restart pbitmapd)");
-		}
-		pbd.chunks[pbd.nr_local] = mount_chunk(mnt, &pbd.wide[pbd.nr_local]);
-		pbd.local[pbd.nr_local++] = makedev(maj, min);
-		watch_opens(fan_open, mnt, makedev(maj, min), false);
-		if (pb_verbose)
-			pb_note(mnt, "watching execs (%s, %u:%u; read ahead in calls of %llu KiB%s)",
-				type, maj, min,
-				(unsigned long long)pbd.chunks[pbd.nr_local - 1] >> 10,
-				pbd.wide[pbd.nr_local - 1] ? "; the kernel's window is as wide" : "");
-	}
+	if (nr < 0)
+		return PB_FAIL;
+	forget_gone(fan_open, lines, (size_t)nr);
+	for (ssize_t i = 0; i < nr; i++)
+		mark_mount(fan, fan_open, &lines[i], subvol_devs, &nr_subvol);
+	free_mounts(lines, (size_t)nr);
 	pb_willneed_use_table(pbd.local, pbd.chunks, pbd.wide, pbd.nr_local);
-	/* the walks' devices: the filesystems', then their mounted subvolumes' */
-	for (size_t i = 0; i < pbd.nr_local && pbd.nr_walk_devs < MAX_WALK_DEVS; i++)
-		pbd.walk_devs[pbd.nr_walk_devs++] = pbd.local[i];
-	free(buf);
-	fclose(fp);
+	pbd.nr_walk_devs = 0;
+	for (size_t i = 0; i < pbd.nr_local; i++)
+		add_dev(pbd.walk_devs, &pbd.nr_walk_devs, MAX_WALK_DEVS, pbd.local[i]);
+	for (size_t i = 0; i < nr_subvol; i++)
+		add_dev(pbd.walk_devs, &pbd.nr_walk_devs, MAX_WALK_DEVS, subvol_devs[i]);
 	return pbd.nr_local ? 0 : pb_error("/proc/self/mountinfo", "no local filesystem to watch");
 }

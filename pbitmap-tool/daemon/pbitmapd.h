@@ -181,6 +181,7 @@ struct pbd_state {
 		__kernel_fsid_t fsid, mnt_fsid;
 		dev_t dev, sb_dev;
 		uint64_t subvol;
+		unsigned int mount_id;	/* @mnt's, as mountinfo and statx() give it */
 		char *mnt;
 	} fs[MAX_LOCAL_FS];
 	size_t nr_fs;

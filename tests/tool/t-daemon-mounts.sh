@@ -1,0 +1,82 @@
+#!/bin/bash
+# t-daemon-mounts: pbitmapd takes as local only what is mounted now, and
+# only the mount mountinfo names.
+#
+#   - A btrfs unmounted gives its anonymous device (0:NN, mountinfo's) back,
+#     and the next tmpfs, FUSE or NFS mount can be given it.  The daemon
+#     once kept every device it had watched: its readers' walks then took
+#     that tmpfs for the btrfs and read a plan's file on it.  Here a tmpfs
+#     given the btrfs's device holds F, a file prog's plan names: not read
+#     (skip_fs 1).
+#   - A mount is marked through its root as mountinfo gives its mount ID,
+#     not through whatever its path leads to now.  The daemon once marked
+#     by path: with a tmpfs mounted over a watched ext4 (a user's FUSE
+#     mount over their USB stick), it marked the tmpfs's superblock for
+#     execs, and every exec there came to it.  Here no mark of the
+#     daemon's fanotify groups is on that tmpfs (/proc/PID/fdinfo).
+#
+# The btrfs and the ext4 (e) are mounted before the daemon starts; then
+# the btrfs is unmounted, a tmpfs is mounted over e, and two at t1 and t2
+# (one of them is given the btrfs's device).  An ext4 mounted at s last:
+# once the daemon says it watches s, it has read the mount table of after
+# the others.  prog, a copy of /bin/sleep on the test's directory, run.
+
+source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
+need mkfs.btrfs mkfs.ext4 mount umount losetup truncate findmnt
+[[ $(id -u) == 0 ]] || fail "must run as root: loop devices, and pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+cd "$d" || fail "cd $d"
+case $(stat -f -c %T .) in
+tmpfs | overlayfs) fail "$d is on $(stat -f -c %T .): the test needs a local block filesystem (set TMPDIR)" ;;
+esac
+devno() { findmnt -n -o MAJ:MIN --mountpoint "$d/$1" | tail -1 | tr -d ' '; } # the top mount's at $d/$1
+loop() { # loop IMAGE MKFS...: IMAGE attached, its loop device printed
+	local dev
+
+	truncate -s "$1" "$2" && "${@:3}" "$2" >/dev/null && dev=$(losetup -f --show "$2") ||
+		fail "cannot make $2"
+	at_exit "losetup -d $dev"
+	echo "$dev"
+}
+bloop=$(loop 160M b.img mkfs.btrfs -q) eloop=$(loop 8M e.img mkfs.ext4 -q -F) sloop=$(loop 8M s.img mkfs.ext4 -q -F)
+mkdir b e s t1 t2 && cp /bin/sleep prog && "$PBITMAP" add -q --plan-size 4K prog ||
+	fail "cannot make the mount points and prog"
+mount "$bloop" b && at_exit "umount $d/b 2>/dev/null" && mount "$eloop" e && at_exit "umount $d/e" ||
+	fail "cannot mount b and e"
+bdev=$(devno b) && [[ -n $bdev ]] || fail "no mountinfo line for b"
+
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_PLAN=yes\n' >on.conf
+daemon_start on.conf
+grep -q "^pbitmapd: $d/b: watching execs" daemon.log || fail "the btrfs at b is not watched: $(cat daemon.log)"
+
+umount b || fail "cannot unmount b"
+mount -t tmpfs t1 t1 && at_exit "umount $d/t1" && mount -t tmpfs t2 t2 && at_exit "umount $d/t2" &&
+	mount -t tmpfs over e && at_exit "umount $d/e" || fail "cannot mount the tmpfs file systems"
+t=
+for m in t1 t2; do [[ $(devno $m) == "$bdev" ]] && t=$m; done
+[[ -n $t ]] || fail "neither tmpfs was given the unmounted btrfs's device $bdev" \
+	"(t1 $(devno t1), t2 $(devno t2)): the case cannot be made here"
+head -c 10000 /dev/urandom >"$t/F" && "$PBITMAP" plan prog "$t/F" || fail "cannot plan prog with $t/F"
+mount "$sloop" s && at_exit "umount $d/s" || fail "cannot mount s"
+for _ in $(seq 100); do grep -q "^pbitmapd: $d/s: watching execs" daemon.log && break; sleep 0.1; done
+grep -q "^pbitmapd: $d/s: watching execs" daemon.log || fail "s, mounted last, not watched in 10 s: $(cat daemon.log)"
+
+# the daemon's superblock marks: "fanotify sdev:%x", the kernel's dev_t (major << 20 | minor)
+over=$(devno e)
+over_sdev=$(printf '%x' $(((${over%:*} << 20) | ${over#*:})))
+sdevs=$(grep -ho "^fanotify sdev:[0-9a-f]*" /proc/"$DPID"/fdinfo/* 2>/dev/null | sort -u | tr '\n' ' ')
+[[ -n $sdevs ]] || fail "no fanotify marks in /proc/$DPID/fdinfo"
+[[ " $sdevs" != *" fanotify sdev:$over_sdev "* ]] ||
+	fail "the tmpfs mounted over e ($over) is marked: $sdevs"
+pass "a tmpfs mounted over a watched ext4 is not marked ($over; marks: $sdevs)"
+
+./prog 1 || fail "prog does not run under the daemon"
+planned() { grep -c "^pbitmapd: $d/prog: pid [0-9]*: plan, " daemon.log; }
+for _ in $(seq 100); do (($(planned) == 1)) && [[ $(counter pending) == 0 ]] && break; sleep 0.1; done
+daemon_stop
+(($(planned) == 1)) || fail "prog was not read ahead through its plan: $(cat daemon.log)"
+(($(counter skip_fs) == 1)) ||
+	fail "$t/F, on a tmpfs given the unmounted btrfs's device $bdev: skip_fs $(counter skip_fs), want 1: $(cat daemon.log)"
+pass "a plan's file on a tmpfs given an unmounted btrfs's device ($bdev) is not read (skip_fs 1)"
