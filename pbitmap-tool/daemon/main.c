@@ -410,7 +410,13 @@ static int burst_root_open(const struct watched_fs *fs)
 static int event_file(const struct fanotify_event_info_fid *fid)
 {
 	struct file_handle *handle = fid ? (struct file_handle *)(uintptr_t)fid->handle : NULL;
-	int root = fid ? burst_root_open(fs_of_event(&fid->fsid, handle_subvol(handle))) : -1;
+	int root;
+
+	/* the handle within its record: open_by_handle_at() reads handle_bytes of it */
+	if (fid && (fid->hdr.len < sizeof(*fid) + sizeof(*handle) ||
+		    handle->handle_bytes > fid->hdr.len - sizeof(*fid) - sizeof(*handle)))
+		fid = NULL;
+	root = fid ? burst_root_open(fs_of_event(&fid->fsid, handle_subvol(handle))) : -1;
 
 	if (root < 0) {
 		errno = ENODEV;
