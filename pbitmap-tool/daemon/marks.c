@@ -105,36 +105,57 @@ struct watched_fs *fs_of_event(const __kernel_fsid_t *fsid, uint64_t subvol)
 }
 
 /*
- * The root of the mount @mount_id at @mnt, opened O_RDONLY, or -1 and
- * errno.  The path is looked up O_PATH and
- * without following its last component: that neither mounts an automount
- * point (an ESP on x-systemd.automount would be mounted again after each
- * idle unmount) nor asks a filesystem there for anything.  What is found
- * must be that mount, not one mounted over it since (a user's FUSE mount
- * with user_allow_other: opening it would ask the user's server): EXDEV
- * otherwise.  "." then opens the mount's root without another look-up.
- * @stx, when not NULL, is the root's statx() (its device).
+ * The mount @mount_id at @mnt, O_PATH, or -1 and errno.  The path's last
+ * component is looked up without following it or mounting an automount
+ * point there (an ESP on x-systemd.automount would be mounted again after
+ * each idle unmount), and what is found is asked nothing but what the
+ * kernel has (AT_STATX_DONT_SYNC).  It must be that mount, not one
+ * mounted over it since (a user's FUSE mount with user_allow_other), nor
+ * another given its ID once it was unmounted: EXDEV otherwise, or
+ * ENOTDIR for a file's mount (a bind-mounted file).  @dev, when not 0, is
+ * the device its root must have.  @stx, when not NULL, is its statx().
+ * The directories above it are looked up as any path is: a filesystem
+ * mounted over one of them is asked (only root mounts there).
  */
-static int mount_root_open(const char *mnt, unsigned int mount_id, struct statx *stx)
+static int mount_path_open(const char *mnt, unsigned int mount_id, dev_t dev, struct statx *stx)
 {
 	struct statx own;
-	int path_fd, fd = -1;
+	int fd;
 
 	if (!stx)
 		stx = &own;
-	path_fd = open(mnt, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	fd = open(mnt, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	if (statx(fd, "", AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC,
+		  STATX_TYPE | STATX_MNT_ID, stx)) {
+		close(fd);
+		return -1;
+	}
+	errno = 0;
+	if (!(stx->stx_mask & STATX_MNT_ID) || stx->stx_mnt_id != mount_id ||
+	    (dev && makedev(stx->stx_dev_major, stx->stx_dev_minor) != dev))
+		errno = EXDEV;
+	else if (!S_ISDIR(stx->stx_mode))
+		errno = ENOTDIR;
+	if (errno) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The root of that mount (mount_path_open()) opened O_RDONLY, from the
+ * mount found, without another look-up; -1 and errno.
+ */
+static int mount_root_open(const char *mnt, unsigned int mount_id, dev_t dev, struct statx *stx)
+{
+	int path_fd = mount_path_open(mnt, mount_id, dev, stx), fd;
+
 	if (path_fd < 0)
 		return -1;
-	if (statx(path_fd, "", AT_EMPTY_PATH | AT_NO_AUTOMOUNT | AT_STATX_DONT_SYNC, STATX_MNT_ID,
-		  stx))
-		goto out;
-	if (!(stx->stx_mask & STATX_MNT_ID) || stx->stx_mnt_id != mount_id ||
-	    !S_ISDIR(stx->stx_mode)) {
-		errno = EXDEV;
-		goto out;
-	}
 	fd = openat(path_fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-out:
 	close(path_fd);
 	return fd;
 }
@@ -144,7 +165,7 @@ out:
  * the start: a descriptor kept on a filesystem makes it busy, and no
  * filesystem the daemon watched (a USB stick, a backup disk) could be
  * unmounted while it ran.  The mount must be the one watched
- * (mount_root_open()), and its filesystem the same.
+ * (mount_path_open()), and its filesystem the same.
  */
 int fs_root_open(const struct watched_fs *fs)
 {
@@ -154,7 +175,8 @@ int fs_root_open(const struct watched_fs *fs)
 
 	if (!fs)
 		return -1;
-	fd = mount_root_open(fs->mnt, fs->mount_id, NULL);	/* not O_PATH: open_by_handle_at() */
+	/* not O_PATH: open_by_handle_at() */
+	fd = mount_root_open(fs->mnt, fs->mount_id, fs->dev, NULL);
 	if (fd >= 0 && (fstatfs(fd, &sfs) || fstat(fd, &st) || st.st_dev != fs->dev ||
 			memcmp(&sfs.f_fsid, &fs->mnt_fsid, sizeof(sfs.f_fsid)))) {
 		close(fd);
@@ -331,6 +353,13 @@ static void add_dev(dev_t *devs, size_t *nr, size_t max, dev_t dev)
 		devs[(*nr)++] = dev;
 }
 
+static void free_mounts(struct mount_line *lines, size_t nr)
+{
+	for (size_t i = 0; i < nr; i++)
+		free(lines[i].mnt);
+	free(lines);
+}
+
 /*
  * The local filesystems of /proc/self/mountinfo, into *@lines (to free
  * with free_mounts()): their number, or -1.
@@ -357,26 +386,27 @@ static ssize_t read_mounts(struct mount_line **lines)
 			room = room ? 2 * room : 64;
 			grown = realloc(l, room * sizeof(*l));
 			if (!grown)
-				break;
+				goto fail;
 			l = grown;
 		}
 		l[nr] = (struct mount_line){ .id = id, .dev = makedev(maj, min),
 					     .btrfs = !strcmp(type, "btrfs"), .type = local_type(type),
 					     .mnt = strdup(mnt) };
-		if (l[nr].mnt)
-			nr++;
+		if (!l[nr].mnt)
+			goto fail;
+		nr++;
 	}
 	free(buf);
 	fclose(fp);
 	*lines = l;
 	return (ssize_t)nr;
-}
-
-static void free_mounts(struct mount_line *lines, size_t nr)
-{
-	for (size_t i = 0; i < nr; i++)
-		free(lines[i].mnt);
-	free(lines);
+fail:
+	/* a part of the table would make what is mounted look gone */
+	pb_error_errno("/proc/self/mountinfo", "cannot keep");
+	free(buf);
+	fclose(fp);
+	free_mounts(l, nr);
+	return -1;
 }
 
 static const struct mount_line *line_of_id(const struct mount_line *lines, size_t nr,
@@ -406,8 +436,8 @@ static bool dev_mounted(const struct mount_line *lines, size_t nr, dev_t dev)
  * (is_local(), the walks' devices).  Its exec mark went with its
  * superblock.
  *
- * An open entry whose mount is gone (unmounted, or its mount ID now
- * another filesystem's) is dropped, so that a file of its subvolume is
+ * An open entry whose mount is gone (unmounted, its mount ID now another
+ * filesystem's or another subvolume's, or mounted over) is dropped, so that a file of its subvolume is
  * opened through another mount of its filesystem (fs_of_event()), its
  * filesystem mounted again elsewhere gets a new entry there, and its slot
  * serves mounts to come.  A mount moved keeps its entry, at its new path.
@@ -431,19 +461,27 @@ static void forget_gone(int fan_open, const struct mount_line *lines, size_t nr)
 	pbd.nr_local = kept;
 	kept = 0;
 	for (size_t i = 0; i < pbd.nr_fs; i++) {
-		const struct mount_line *m = line_of_id(lines, nr, pbd.fs[i].mount_id);
-		char *moved = m && strcmp(m->mnt, pbd.fs[i].mnt) ? strdup(m->mnt) : NULL;
+		struct watched_fs *fs = &pbd.fs[i];
+		const struct mount_line *m = line_of_id(lines, nr, fs->mount_id);
+		int path_fd = -1;
 
-		if (!m || m->dev != pbd.fs[i].sb_dev) {
-			free(pbd.fs[i].mnt);
+		if (m && m->dev == fs->sb_dev && strcmp(m->mnt, fs->mnt)) {
+			char *moved = strdup(m->mnt);
+
+			if (moved) {
+				free(fs->mnt);
+				fs->mnt = moved;
+			}
+		}
+		if (m && m->dev == fs->sb_dev)
+			path_fd = mount_path_open(fs->mnt, fs->mount_id, fs->dev, NULL);
+		if (path_fd < 0) {
+			free(fs->mnt);
 			dropped = true;
 			continue;
 		}
-		if (moved) {
-			free(pbd.fs[i].mnt);
-			pbd.fs[i].mnt = moved;
-		}
-		pbd.fs[kept++] = pbd.fs[i];
+		close(path_fd);
+		pbd.fs[kept++] = *fs;
 	}
 	pbd.nr_fs = kept;
 	if (dropped && fan_open >= 0)
@@ -460,27 +498,28 @@ static void forget_gone(int fan_open, const struct mount_line *lines, size_t nr)
 static void mark_mount(int fan, int fan_open, const struct mount_line *m, dev_t *subvol_devs,
 		       size_t *nr_subvol)
 {
-	bool known = is_local(m->dev);
+	bool known = is_local(m->dev), marked;
 	struct statfs sfs;
 	struct statx stx;
 	int root;
 
 	if (!known && pbd.nr_local == MAX_LOCAL_FS)
 		return;
-	root = mount_root_open(m->mnt, m->id, &stx);
+	root = mount_root_open(m->mnt, m->id, 0, &stx);
 	if (root < 0 || fstatfs(root, &sfs)) {
 		/* hidden: its files have no path, and nothing is opened through it */
 		if (errno == EXDEV && pb_verbose)
-			pb_note(m->mnt, "not watched: another filesystem is mounted over it");
-		else if (errno != EXDEV && !known)
+			pb_note(m->mnt, "not watched here: another filesystem is mounted over it");
+		else if (errno != EXDEV && errno != ENOTDIR && !known)
 			pb_error_errno(m->mnt, "cannot watch (open)");
 		goto out;
 	}
-	if (m->btrfs)
+	marked = !fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
+				pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC, root, NULL);
+	if (m->btrfs && (marked || known))
 		add_dev(subvol_devs, nr_subvol, MAX_WALK_DEVS,
 			makedev(stx.stx_dev_major, stx.stx_dev_minor));
-	if (fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
-			  pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC, root, NULL)) {
+	if (!marked) {
 		/* refused for a filesystem known already: its opens are left as they are */
 		if (!known)
 			pb_error_errno(m->mnt, "cannot watch (fanotify_mark)");
