@@ -173,7 +173,12 @@ static int take_task(pid_t pid, int pidfd, int exe_fd, struct task *t)
  * DAC_READ_SEARCH), and the parent's death still kills us (a change of
  * credentials clears PDEATHSIG).  Not dumpable, whatever fs.suid_dumpable
  * says: the user must not ptrace a child holding descriptors root opened
- * (an execute-only program, the task's pidfd).
+ * (an execute-only program, the task's pidfd).  setresuid() makes the
+ * process dumpable as fs.suid_dumpable says; until it is made not
+ * dumpable again, it keeps root's permitted capabilities
+ * (PR_SET_KEEPCAPS), which the user's ptrace would need: there is no
+ * moment the user can attach.  Dropping capabilities after does not make
+ * it dumpable again.
  */
 int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t keep)
 {
@@ -181,9 +186,10 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 	struct __user_cap_data_struct caps[2] = { { keep, keep, 0 }, { 0, 0, 0 } };
 
 	if (setgroups((size_t)nr, groups) || setresgid(gid, gid, gid) ||
-	    setresuid(uid, uid, uid) || syscall(SYS_capset, &hdr, caps) ||
-	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL) ||
-	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0))
+	    prctl(PR_SET_KEEPCAPS, 1, 0, 0, 0) || setresuid(uid, uid, uid) ||
+	    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) || syscall(SYS_capset, &hdr, caps) ||
+	    prctl(PR_SET_KEEPCAPS, 0, 0, 0, 0) ||
+	    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) || prctl(PR_SET_PDEATHSIG, SIGKILL))
 		return PB_FAIL;
 	return 0;
 }
