@@ -1,22 +1,24 @@
 #!/bin/bash
 # Guest test, on Debian's own 6.12 kernel (no pbitmap patch): a learned
-# plan built as root reads nothing of a file a user's name leads to once
-# the user has swapped it (learn.c, learn_plan(); planfiles.c, plan_one()).
+# plan built as root reads nothing of a file a user's name leads to
+# (learn.c, learn_plan(), root_owned()).
 #
 # With PBITMAP_DAEMON_LEARN=every, nobody's run of a root-owned program
-# stamped --learn=every is written as root, its plan with it; the plan
-# names every file the run faulted, the user's own among them.  Here the
-# run maps its user's file u/d/f, then, as it exits, renames the directory
-# d and leaves in its place a link to /root/t-secret, whose f (root's,
-# 0600) has the same name.  The writer, root, must not read that f (the
-# rule: nothing is read that the exec'ing user could not read):
+# stamped --learn=every is written as root, its plan with it.  That plan
+# is every user's: it names root's files on root's paths only, and a
+# file of the user's own the run mapped is left out before root opens
+# it.  Here the run maps its user's file u/d/f, then, as it exits,
+# renames the directory d and leaves in its place a link to
+# /root/t-secret, whose f (root's, 0600) has the same name.  The writer,
+# root, must not read that f (the rule: nothing is read that the exec'ing
+# user could not read), nor parse anything a user made:
 #   - the program's generation and plan are written (learn_written +1);
-#   - the log says u/d/f was left out of the plan, no longer the file it
-#     was;
+#   - the log says u/d/f was left out of the plan, not being root's;
 #   - not one byte of /root/t-secret/f is in the page cache after (it was
-#     evicted before the run; opened to check its identity, never read).
+#     evicted before the run).
 # A writer that opened the name as it found it read the secret's ELF
-# header, and its attribute, as root.
+# header, and its attribute, as root; one that took the user's file into
+# the plan opened (and, not swapped, parsed) it as root.
 set -euo pipefail
 W=/var/tmp/t-daemon-learn-swap
 source "$(dirname "$0")/daemonlib.sh"
@@ -84,7 +86,7 @@ cold "${NOBODY[@]}" "$R/swap" "$W/u/d/f" "$W/u/d" "$S" swap >/dev/null || fail "
 [ -L u/d ] || fail "the run left no link in place of u/d"
 settle learn_written $((w0 + 1))
 stop_daemon
-grep -q "$W/u/d/f: left out of the plan: no longer the file it was" daemon.log ||
+grep -q "$W/u/d/f: left out of the plan: not root's" daemon.log ||
 	fail "the log does not say u/d/f was left out of the plan: $(cat daemon.log)"
 [ "$(cached "$S/f")" = 0 ] ||
 	fail "the learned plan's writer, root, read $(cached "$S/f") bytes of $S/f, where nobody's name u/d/f led"

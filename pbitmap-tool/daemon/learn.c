@@ -537,6 +537,14 @@ static bool root_path_safe(const char *path)
 	return false;
 }
 
+/* @path (as root's pass looks at it) names root's file where no user can change that. */
+static bool root_owned(const char *path)
+{
+	struct stat st;
+
+	return !pb_path_lstat(path, &st) && st.st_uid == 0 && root_path_safe(path);
+}
+
 /*
  * Whether the opened, locked file @f is @lf and its record admits this
  * run's generation, written by @as_root or by the learner: the decision
@@ -633,10 +641,14 @@ static struct pb_plan_range *fault_windows(const struct learn_file *lf, uint32_t
  * goes stale with every write of it (cmd-plan.c).  pb_plan_fill() leaves
  * out a file no longer the inode that faulted, not a regular file, off
  * the local filesystems (pb_confine_local()), or with a path too long.
+ * Built as root (@as_root: a program every run may learn), it names
+ * root's files on paths no user can change only (root_owned()): a plan
+ * every user's execs follow is not one user's to fill with their files,
+ * and root does not open, let alone parse, what a user made.
  * 1: built; 0: not wanted (no area, or PBITMAP_DAEMON_LEARN_PLANS=no);
  * -1: could not be built, the area as it was (the old plan stays).
  */
-static int learn_plan(const struct learner *l, struct pb_file *prog)
+static int learn_plan(const struct learner *l, struct pb_file *prog, bool as_root)
 {
 	struct pb_plan_range *ranges[MAX_FILES];
 	struct pb_plan_src src[MAX_FILES];
@@ -651,6 +663,12 @@ static int learn_plan(const struct learner *l, struct pb_file *prog)
 
 		if (!lf->path || !pb_pageset_count(&lf->pages) || is_program(l, lf))
 			continue;
+		if (as_root && !root_owned(lf->path)) {
+			if (pb_verbose)
+				pb_note(lf->path, "left out of the plan: not root's, and the plan "
+					"is learned from every user's runs");
+			continue;
+		}
 		src[n] = (struct pb_plan_src){ .path = lf->path, .dev = lf->dev, .ino = lf->ino };
 		ranges[n] = fault_windows(lf, l->precise ? 1 : WINDOW_UNITS, &src[n].nr_ranges);
 		src[n].ranges = ranges[n];
@@ -703,7 +721,7 @@ static void write_one(const struct learner *l, const struct learn_file *lf, bool
 	}
 	ret = pb_learn_shift_in(&f, &lf->pages, PAGE_SIZE_LEARN, &marked);
 	if (!ret && is_program(l, lf))
-		plan = learn_plan(l, &f);
+		plan = learn_plan(l, &f, as_root);
 	if (ret || pb_save_learned(&f)) {
 		pbd.n.learn_skip_failed++;
 	} else {
@@ -781,7 +799,7 @@ static void __attribute__((noreturn)) learn_child(struct learner *l, int report_
 
 		done[i] = !lf->path || !pb_pageset_count(&lf->pages);
 		if (done[i] || !l->own_root || pbd.cfg.learn != PBD_LEARN_EVERY || l->uid == 0 ||
-		    pb_path_lstat(lf->path, &st) || st.st_uid != 0 || !root_path_safe(lf->path))
+		    !root_owned(lf->path))
 			continue;
 		write_one(l, lf, true, &r);
 		done[i] = true;
