@@ -195,7 +195,7 @@ VM_LSM_DIR    := $(BUILD)/vm-lsm-tests
 # The tests of what runs without the patch: a guest of their own
 # (vm-stock-check, below), booted from Debian's own kernel as it ships (issue 45).
 STOCK_DIR       := $(BUILD)/stock
-VM_STOCK_TESTS  := t-stock-run t-daemon t-daemon-hold t-daemon-learn t-daemon-learn-btrfs t-daemon-learn-plan t-daemon-learn-swap t-daemon-meta t-device-gap
+VM_STOCK_TESTS  := t-stock-run t-daemon t-daemon-hold t-daemon-learn t-daemon-learn-btrfs t-daemon-learn-plan t-daemon-learn-swap t-daemon-learn-partial t-daemon-meta t-device-gap
 VM_STOCK_DIR    := $(BUILD)/vm-stock-tests
 stock-kernel: deps
 	$(KP_DIR)/scripts/stock-kernel $(STOCK_DIR)

@@ -101,6 +101,12 @@ extern const char pbd_learn_obj[], pbd_learn_obj_end[];
 #define FILE_CHUNKS	256
 #define ALL_CHUNKS	16384
 /*
+ * One run's share: a user's MAX_PER_USER runs hold half the pool at most,
+ * so that one user's sparse faults leave room for others' runs (emacs's
+ * start-up, 114 files, takes about 120 chunks).
+ */
+#define RUN_CHUNKS	(ALL_CHUNKS / (2 * MAX_PER_USER))
+/*
  * Metadata pages of one run: META_MAX_PAGES (pbitmapd.h) in at most
  * META_MAX_CHUNKS chunks (128 KiB: scattered pages do not take a user's
  * share of ALL_CHUNKS); more are dropped.
@@ -139,6 +145,9 @@ struct learner {
 	struct pb_pageset meta;	/* the pages of exe_dev's metadata it looked up, */
 	uint64_t meta_pages;	/* so many; past META_MAX_PAGES, */
 	bool meta_full;		/* the rest dropped */
+	size_t chunks;		/* of its files' page sets */
+	bool partial;		/* a page of its dropped: not written */
+	uint64_t events_lost;	/* the ring buffer's losses at its exec */
 	size_t nr_files;
 	struct learn_file files[MAX_FILES];
 };
@@ -188,6 +197,17 @@ static struct learner *learner_find(pid_t tgid)
 		if (learners[i].tgid == tgid)
 			return &learners[i];
 	return NULL;
+}
+
+/* The faults the BPF ring buffer had no room for, since the daemon started. */
+static uint64_t ring_losses(void)
+{
+	__u32 key = PBD_STAT_EVENTS_LOST;
+	__u64 lost = 0;
+
+	if (L.stats_fd >= 0 && !bpf_map_lookup_elem(L.stats_fd, &key, &lost))
+		pbd.n.learn_events_lost = lost;
+	return pbd.n.learn_events_lost;
 }
 
 static void learner_free(struct learner *l)
@@ -410,6 +430,7 @@ static void on_exec(const struct pbd_learn_event *e)
 	l->exe_ino = (ino_t)e->ino;
 	l->root = l->pidfd = -1;
 	l->until_ms = now_ms() + pbd.cfg.learn_window_ms;
+	l->events_lost = ring_losses();
 	/* =off: off since the daemon started; =windows: the run's first faults had it */
 	l->precise = pbd.cfg.learn_fault_around == PBD_FA_OFF && pbd.fault_around == 1;
 	/* the kernel learns the pages (learn_allow()), and turns fault-around off itself */
@@ -455,9 +476,13 @@ static void on_fault(const struct pbd_learn_event *e)
 	if (!f->path)
 		return;
 	nr = f->pages.nr;
-	if (nr >= FILE_CHUNKS || L.chunks >= ALL_CHUNKS || pb_pageset_add(&f->pages, e->index))
+	if (nr >= FILE_CHUNKS || L.chunks >= ALL_CHUNKS || l->chunks >= RUN_CHUNKS ||
+	    pb_pageset_add(&f->pages, e->index)) {
 		pbd.n.learn_lost++;
+		l->partial = true;
+	}
 	L.chunks += f->pages.nr - nr;
+	l->chunks += f->pages.nr - nr;
 }
 
 /*
@@ -886,8 +911,15 @@ static void learn_finish(struct learner *l)
 		meta_save(&l->exe_st, &l->meta, l->meta_pages);
 	for (size_t i = 0; i < l->nr_files; i++)
 		any |= l->files[i].path && pb_pageset_count(&l->files[i].pages);
-	/* a few writers at once: no user fills the daemon's children */
-	if (any && writers_running() >= MAX_WRITERS) {
+	/*
+	 * A run some of whose faults were dropped (no room in its share, or in
+	 * the ring buffer while it ran) is not written: its generation would
+	 * say pages it used went unused, and aging drops such pages.
+	 */
+	if (any && (l->partial || ring_losses() > l->events_lost)) {
+		pbd.n.learn_skip_partial++;
+	} else if (any && writers_running() >= MAX_WRITERS) {
+		/* a few writers at once: no user fills the daemon's children */
 		pbd.n.learn_lost++;
 	} else if (any) {
 		child = fork();
@@ -1056,8 +1088,6 @@ static bool window_ended(const struct learner *l, uint64_t now)
 void learn_tick(void)
 {
 	uint64_t now = now_ms();
-	__u64 lost = 0;
-	__u32 key = PBD_STAT_EVENTS_LOST;
 	bool ended = false;
 
 	for (size_t i = 0; i < MAX_LEARNERS && !ended; i++)
@@ -1069,8 +1099,7 @@ void learn_tick(void)
 			pbd.n.learn_window_ended++;
 			learn_finish(&learners[i]);
 		}
-	if (L.stats_fd >= 0 && !bpf_map_lookup_elem(L.stats_fd, &key, &lost))
-		pbd.n.learn_events_lost = lost;
+	ring_losses();
 }
 
 bool learn_pending(void)

@@ -651,7 +651,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(learn_plans), COUNTER(learn_skip_plan), COUNTER(learn_skip_recent),
 	COUNTER(learn_skip_policy), COUNTER(learn_skip_changed), COUNTER(learn_skip_failed),
 	COUNTER(learn_skip_switched), COUNTER(learn_lost), COUNTER(learn_faults),
-	COUNTER(learn_events_lost), COUNTER(learn_window_ended),
+	COUNTER(learn_events_lost), COUNTER(learn_window_ended), COUNTER(learn_skip_partial),
 	COUNTER(meta_learned), COUNTER(meta_read), COUNTER(meta_stale), COUNTER(meta_bytes),
 };
 

@@ -123,7 +123,7 @@ struct counters {
 	uint64_t learners, learn_written, learn_in_place, learn_pages, learn_plans, learn_skip_plan;
 	uint64_t learn_skip_recent, learn_skip_policy, learn_skip_changed, learn_skip_failed;
 	uint64_t learn_skip_switched, learn_faults;
-	uint64_t learn_lost, learn_events_lost, learn_window_ended;
+	uint64_t learn_lost, learn_events_lost, learn_window_ended, learn_skip_partial;
 	/* metadata lists (meta.c): written, read at an exec, not read (stale), bytes read */
 	uint64_t meta_learned, meta_read, meta_stale, meta_bytes;
 };

@@ -68,6 +68,7 @@ static const struct {
 	{ "learn_faults", "faults of followed runs received (none of a run only its list is learned for)" },
 	{ "learn_events_lost", "faults the BPF ring buffer had no room for" },
 	{ "learn_window_ended", "runs written at their window's end, still running (later faults not learned)" },
+	{ "learn_skip_partial", "runs not written: some of their faults dropped (no room), not unused pages" },
 	{ "meta_learned", "metadata lists written: the blocks a start-up's look-ups needed" },
 	{ "meta_read", "stamped execs whose metadata list was read ahead" },
 	{ "meta_stale", "metadata lists not read: not the program's, not one, or no device" },
