@@ -26,7 +26,7 @@ source "$(dirname "$0")/daemonlib.sh"
 R=/opt/t-daemon-learn-swap
 S=/root/t-secret
 rm -rf "$R" "$S" && mkdir -p -m 755 "$R" && mkdir -m 700 "$S"
-trap 'stop_daemon; rm -rf "$R" "$S"' EXIT
+trap 'stop_daemon; umount "$R/stick" 2>/dev/null || true; rm -rf "$R" "$S"' EXIT
 cold() { sync; echo 3 >/proc/sys/vm/drop_caches; "$@"; }
 
 cat >swap.c <<'PROG'
@@ -92,4 +92,29 @@ grep -q "$W/u/d/f: left out of the plan: not root's" daemon.log ||
 	fail "the learned plan's writer, root, read $(cached "$S/f") bytes of $S/f, where nobody's name u/d/f led"
 echo "a user's file swapped for a link to root's $S: the plan learned as root left it out, and read" \
 	"not a byte of $S/f"
+
+# A filesystem mounted nosuid is a user's to make (udisks mounts a user's
+# USB stick so): its files are root's if it says so, and root does not
+# write them for every user's runs.  An ext4 image mounted nosuid at
+# $R/stick (its root directory root's, mode 755, as on a crafted stick)
+# holds a copy of swap, stamped --learn=every: nobody's second run of it
+# is not written (learn_written +0, learn_skip_policy +1: nobody's own
+# pass finds it root's), where $R/swap's was.
+truncate -s 64M stick.img && mkfs.ext4 -q -F stick.img && mkdir "$R/stick" &&
+	mount -o loop,nosuid stick.img "$R/stick" && cp "$R/swap" "$R/stick/swap" &&
+	pbitmap add -q --learn=every "$R/stick/swap" && "${NOBODY[@]}" sh -c "head -c 65536 /dev/urandom >u/f2" ||
+	fail "cannot make the nosuid stick"
+stick_runs() { pbitmap show --json "$R/stick/swap" | python3 -c 'import json, sys; print(json.load(sys.stdin)[0]["runs"])'; }
+r0=$(stick_runs)	# a copy of swap, learned above
+start_daemon every.conf -v
+"${NOBODY[@]}" "$R/stick/swap" "$W/u/f2" "$W/u" "$S" >/dev/null || fail "the stick's program failed"
+settle execs 1	# its record read: from now on it is learned
+w0=$(counter learn_written) p0=$(counter learn_skip_policy)
+"${NOBODY[@]}" "$R/stick/swap" "$W/u/f2" "$W/u" "$S" >/dev/null || fail "the stick's program failed"
+settle learn_skip_policy $((p0 + 1))
+stop_daemon
+[ "$(counter learn_written)" = "$w0" ] && [ "$(stick_runs)" = "$r0" ] ||
+	fail "root wrote a --learn=every program on a filesystem mounted nosuid: learn_written" \
+		"+$(($(counter learn_written) - w0)), its runs $r0 -> $(stick_runs)"
+echo "a --learn=every program root's on a filesystem mounted nosuid: nobody's run not written as root"
 echo "PASS: a learned plan's writer reads nothing a user's swapped name leads to on $(uname -r)"

@@ -58,6 +58,7 @@
 #include <string.h>
 #include <linux/capability.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
@@ -562,12 +563,19 @@ static bool root_path_safe(const char *path)
 	return false;
 }
 
-/* @path (as root's pass looks at it) names root's file where no user can change that. */
+/*
+ * @path (as root's pass looks at it) names root's file where no user can
+ * change that, on a filesystem mounted with set-ID bits honoured: one
+ * mounted nosuid is a user's to make (udisks mounts a user's USB stick so,
+ * and its files and directories are root's if the stick says so).
+ */
 static bool root_owned(const char *path)
 {
+	struct statvfs vfs;
 	struct stat st;
 
-	return !pb_path_lstat(path, &st) && st.st_uid == 0 && root_path_safe(path);
+	return !pb_path_lstat(path, &st) && st.st_uid == 0 && root_path_safe(path) &&
+	       !statvfs(path, &vfs) && !(vfs.f_flag & ST_NOSUID);
 }
 
 /*
