@@ -107,6 +107,7 @@ extern const char pbd_learn_obj[], pbd_learn_obj_end[];
  * start-up, 114 files, takes about 120 chunks).
  */
 #define RUN_CHUNKS	(ALL_CHUNKS / (2 * MAX_PER_USER))
+#define MAPS_LINES	(1u << 18)	/* of a run's /proc/PID/maps read, in all */
 /*
  * Metadata pages of one run: META_MAX_PAGES (pbitmapd.h) in at most
  * META_MAX_CHUNKS chunks (128 KiB: scattered pages do not take a user's
@@ -147,6 +148,7 @@ struct learner {
 	uint64_t meta_pages;	/* so many; past META_MAX_PAGES, */
 	bool meta_full;		/* the rest dropped */
 	size_t chunks;		/* of its files' page sets */
+	unsigned int maps_lines;	/* of /proc/PID/maps read (map_name()) */
 	bool partial;		/* a page of its dropped: not written */
 	uint64_t events_lost;	/* the ring buffer's losses at its exec */
 	size_t nr_files;
@@ -277,9 +279,12 @@ static bool map_is(const struct learner *l, unsigned long start, unsigned long e
  * The name of the file (@dev, @ino) in @l's mappings, relative to its
  * root; NULL when it has none there (exited, unmapped, deleted, or outside
  * its root).  @sb_dev is its filesystem's device, as /proc/PID/maps gives
- * it.
+ * it.  Read in the daemon's loop, at each new file of a run: a run reads
+ * MAPS_LINES at most in all, so that a program with 65530 mappings
+ * faulting on 256 files does not hold the loop (and held execs) for
+ * seconds; a start-up's maps are a few hundred lines.
  */
-static char *map_name(const struct learner *l, dev_t dev, dev_t sb_dev, ino_t ino)
+static char *map_name(struct learner *l, dev_t dev, dev_t sb_dev, ino_t ino)
 {
 	char path[64], *line = NULL, *name = NULL;
 	const char *rel;
@@ -290,13 +295,14 @@ static char *map_name(const struct learner *l, dev_t dev, dev_t sb_dev, ino_t in
 	fp = fopen(path, "re");
 	if (!fp)
 		return NULL;
-	while (!name && getline(&line, &cap, fp) > 0) {
+	while (!name && l->maps_lines < MAPS_LINES && getline(&line, &cap, fp) > 0) {
 		unsigned long start, end;
 		unsigned int maj, min;
 		unsigned long long inode;
 		int at = 0;
 		char *p;
 
+		l->maps_lines++;
 		if (sscanf(line, "%lx-%lx %*s %*x %x:%x %llu %n", &start, &end, &maj, &min, &inode,
 			   &at) != 5 || !at || inode != ino || makedev(maj, min) != sb_dev ||
 		    (dev != sb_dev && !map_is(l, start, end, dev, ino)))
