@@ -117,4 +117,21 @@ stop_daemon
 	fail "root wrote a --learn=every program on a filesystem mounted nosuid: learn_written" \
 		"+$(($(counter learn_written) - w0)), its runs $r0 -> $(stick_runs)"
 echo "a --learn=every program root's on a filesystem mounted nosuid: nobody's run not written as root"
+
+# Every user's runs are written as root, and so of root's files only: a
+# user's own program stamped --learn=every is not even followed in
+# another user's runs (learners +0), where root's is (learners +1 above).
+mkdir -m 755 v && chown 4242:4242 v && cp "$R/swap" v/swap && chown 4242:4242 v/swap &&
+	setpriv --reuid=4242 --regid=4242 --clear-groups pbitmap add -q --learn=every v/swap ||
+	fail "cannot make user 4242's v/swap"
+start_daemon every.conf -v
+"${NOBODY[@]}" v/swap "$W/u/f2" "$W/u" "$S" >/dev/null || fail "v/swap failed"	# its record read
+settle execs 1
+l0=$(counter learners)
+"${NOBODY[@]}" v/swap "$W/u/f2" "$W/u" "$S" >/dev/null || fail "v/swap failed"
+settle execs 2
+stop_daemon
+[ "$(counter learners)" = "$l0" ] ||
+	fail "nobody's run of user 4242's --learn=every program was followed (learners $l0 -> $(counter learners))"
+echo "a user's own --learn=every program: another user's run not followed"
 echo "PASS: a learned plan's writer reads nothing a user's swapped name leads to on $(uname -r)"

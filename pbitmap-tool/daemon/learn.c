@@ -1158,8 +1158,9 @@ void learn_allow(const struct stat *st, uint32_t flags)
 		bpf_map_delete_elem(L.learnable_fd, &key);
 		return;
 	}
+	/* every user's runs are written as root: of root's files only (learn_child()) */
 	who.anyone = (flags & PBITMAP_F_LEARN_EVERY) && pbd.cfg.learn == PBD_LEARN_EVERY &&
-		     !(st->st_mode & (S_ISUID | S_ISGID));
+		     st->st_uid == 0 && !(st->st_mode & (S_ISUID | S_ISGID));
 	who.meta_only = sysctl_on(pbd.kernel_learn_fd);
 	bpf_map_update_elem(L.learnable_fd, &key, &who, BPF_ANY);
 }
