@@ -164,21 +164,19 @@ static int mount_root_open(const char *mnt, unsigned int mount_id, dev_t dev, st
  * Opened for each burst of events and closed after it, not kept open from
  * the start: a descriptor kept on a filesystem makes it busy, and no
  * filesystem the daemon watched (a USB stick, a backup disk) could be
- * unmounted while it ran.  The mount must be the one watched
- * (mount_path_open()), and its filesystem the same.
+ * unmounted while it ran.  The mount must be the one watched, its root's
+ * device the same (mount_path_open()), and its filesystem ID too.
  */
 int fs_root_open(const struct watched_fs *fs)
 {
 	struct statfs sfs;
-	struct stat st;
 	int fd;
 
 	if (!fs)
 		return -1;
 	/* not O_PATH: open_by_handle_at() */
 	fd = mount_root_open(fs->mnt, fs->mount_id, fs->dev, NULL);
-	if (fd >= 0 && (fstatfs(fd, &sfs) || fstat(fd, &st) || st.st_dev != fs->dev ||
-			memcmp(&sfs.f_fsid, &fs->mnt_fsid, sizeof(sfs.f_fsid)))) {
+	if (fd >= 0 && (fstatfs(fd, &sfs) || memcmp(&sfs.f_fsid, &fs->mnt_fsid, sizeof(sfs.f_fsid)))) {
 		close(fd);
 		fd = -1;
 	}
@@ -248,7 +246,6 @@ static int opens_mark_target(int mnt_fd, const struct statfs *sfs)
 struct mount_line {
 	unsigned int id;
 	dev_t dev;		/* mountinfo's: its superblock's */
-	bool btrfs;
 	const char *type;	/* local_type()'s */
 	char *mnt;
 };
@@ -367,6 +364,7 @@ static void free_mounts(struct mount_line *lines, size_t nr)
 static ssize_t read_mounts(struct mount_line **lines)
 {
 	char *buf = NULL, mnt[PATH_MAX], type[64], *sep;
+	const char *local;
 	unsigned int id, maj, min;
 	size_t cap = 0, nr = 0, room = 0;
 	struct mount_line *l = NULL, *grown;
@@ -380,7 +378,7 @@ static ssize_t read_mounts(struct mount_line **lines)
 		sep = strstr(buf, " - ");
 		/* mountinfo escapes blanks as \040: such mounts are left out */
 		if (!sep || sscanf(buf, "%u %*u %u:%u %*s %4095s", &id, &maj, &min, mnt) != 4 ||
-		    sscanf(sep + 3, "%63s", type) != 1 || !local_type(type) || strchr(mnt, '\\'))
+		    sscanf(sep + 3, "%63s", type) != 1 || !(local = local_type(type)) || strchr(mnt, '\\'))
 			continue;
 		if (nr == room) {
 			room = room ? 2 * room : 64;
@@ -389,8 +387,7 @@ static ssize_t read_mounts(struct mount_line **lines)
 				goto fail;
 			l = grown;
 		}
-		l[nr] = (struct mount_line){ .id = id, .dev = makedev(maj, min),
-					     .btrfs = !strcmp(type, "btrfs"), .type = local_type(type),
+		l[nr] = (struct mount_line){ .id = id, .dev = makedev(maj, min), .type = local,
 					     .mnt = strdup(mnt) };
 		if (!l[nr].mnt)
 			goto fail;
@@ -463,18 +460,16 @@ static void forget_gone(int fan_open, const struct mount_line *lines, size_t nr)
 	for (size_t i = 0; i < pbd.nr_fs; i++) {
 		struct watched_fs *fs = &pbd.fs[i];
 		const struct mount_line *m = line_of_id(lines, nr, fs->mount_id);
+		char *moved;
 		int path_fd = -1;
 
-		if (m && m->dev == fs->sb_dev && strcmp(m->mnt, fs->mnt)) {
-			char *moved = strdup(m->mnt);
-
-			if (moved) {
+		if (m && m->dev == fs->sb_dev) {
+			if (strcmp(m->mnt, fs->mnt) && (moved = strdup(m->mnt))) {
 				free(fs->mnt);
 				fs->mnt = moved;
 			}
-		}
-		if (m && m->dev == fs->sb_dev)
 			path_fd = mount_path_open(fs->mnt, fs->mount_id, fs->dev, NULL);
+		}
 		if (path_fd < 0) {
 			free(fs->mnt);
 			dropped = true;
@@ -498,7 +493,7 @@ static void forget_gone(int fan_open, const struct mount_line *lines, size_t nr)
 static void mark_mount(int fan, int fan_open, const struct mount_line *m, dev_t *subvol_devs,
 		       size_t *nr_subvol)
 {
-	bool known = is_local(m->dev), marked;
+	bool known = is_local(m->dev), btrfs = !strcmp(m->type, "btrfs"), marked;
 	struct statfs sfs;
 	struct statx stx;
 	int root;
@@ -516,7 +511,7 @@ static void mark_mount(int fan, int fan_open, const struct mount_line *m, dev_t 
 	}
 	marked = !fanotify_mark(fan, FAN_MARK_ADD | FAN_MARK_FILESYSTEM,
 				pbd.cfg.hold_exec_ms ? FAN_OPEN_EXEC_PERM : FAN_OPEN_EXEC, root, NULL);
-	if (m->btrfs && (marked || known))
+	if (btrfs && (marked || known))
 		add_dev(subvol_devs, nr_subvol, MAX_WALK_DEVS,
 			makedev(stx.stx_dev_major, stx.stx_dev_minor));
 	if (!marked) {
@@ -529,7 +524,7 @@ static void mark_mount(int fan, int fan_open, const struct mount_line *m, dev_t 
 		watch_opens(fan_open, m, root, &sfs, true);
 		goto out;
 	}
-	if (m->btrfs) {
+	if (btrfs) {
 		pbd.btrfs_watched = true;
 		if (!learn_knows_btrfs())
 			pb_note(m->mnt, "its files are not learned: btrfs was loaded after "
