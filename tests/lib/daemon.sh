@@ -13,6 +13,13 @@
 #   stamp_data FILE...
 #                  each a data file of 1 MiB of random bytes, stamped with
 #                  pages 0-7 marked (its user.pbitmap attribute)
+#   need_local_dir DIR
+#                  fails unless DIR is on a local block filesystem (the
+#                  daemon watches only those)
+#   twin_ext4 DIR...
+#                  an ext4 image of 32 MiB for each, all of one UUID (so
+#                  one filesystem ID), loop-mounted at each DIR (made) in
+#                  that order, unmounted at exit
 
 PBITMAPD=${PBITMAPD:-$TOP/build/asan/pbitmapd}
 [[ -x $PBITMAPD ]] || fail "no $PBITMAPD (make build/asan/pbitmapd)"
@@ -54,5 +61,22 @@ stamp_data() {
 	for f; do
 		head -c $((1 << 20)) /dev/urandom >"$f" && "$PBITMAP" add -q "$f" &&
 			"$PBITMAP" set -q --pages 0-7 "$f" || fail "cannot stamp $f"
+	done
+}
+
+need_local_dir() {
+	case $(stat -f -c %T "$1") in
+	tmpfs | overlayfs) fail "$1 is on $(stat -f -c %T "$1"): the test needs a local block filesystem (set TMPDIR)" ;;
+	esac
+}
+
+twin_ext4() {
+	local fs uuid
+
+	uuid=$(cat /proc/sys/kernel/random/uuid)
+	for fs; do
+		truncate -s 32M "$fs.img" && mkfs.ext4 -q -F -U "$uuid" "$fs.img" && mkdir "$fs" ||
+			fail "cannot make $fs.img"
+		mount -o loop "$fs.img" "$fs" && at_exit "umount $PWD/$fs" || fail "cannot loop-mount $fs.img"
 	done
 }

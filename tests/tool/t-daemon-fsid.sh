@@ -19,16 +19,13 @@
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
-need mkfs.ext4 mount truncate stat
+need mkfs.ext4 mount umount truncate stat
 [[ $(id -u) == 0 ]] || fail "must run as root: loop mounts, and pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-uuid=$(cat /proc/sys/kernel/random/uuid)
+twin_ext4 one two
 for fs in one two; do
-	truncate -s 32M $fs.img && mkfs.ext4 -q -F -U "$uuid" $fs.img && mkdir $fs ||
-		fail "cannot make $fs.img"
-	mount -o loop $fs.img $fs || fail "cannot loop-mount $fs.img"
 	for f in D E; do head -c $((1 << 20)) /dev/urandom >$fs/$f || fail "cannot write $fs/$f"; done
 done
 [[ $(stat -f -c %i one) == "$(stat -f -c %i two)" ]] ||

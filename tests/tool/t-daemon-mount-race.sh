@@ -26,9 +26,7 @@ need strace mount umount /usr/bin/python3
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-case $(stat -f -c %T .) in
-tmpfs | overlayfs) fail "$d is on $(stat -f -c %T .): the test needs a local block filesystem (set TMPDIR)" ;;
-esac
+need_local_dir "$d"
 cp /bin/sleep prog && head -c 10000 /dev/urandom >F && mkdir g && mount -t tmpfs g g &&
 	at_exit "umount $d/g" && head -c 10000 /dev/urandom >g/G || fail "cannot make prog, F and g/G"
 "$PBITMAP" add -q --plan-size 4K prog && "$PBITMAP" plan prog F || fail "cannot plan prog"

@@ -33,9 +33,7 @@ need mkfs.btrfs mkfs.ext4 mount umount losetup truncate findmnt
 
 d=$(tmpdir)
 cd "$d" || fail "cd $d"
-case $(stat -f -c %T .) in
-tmpfs | overlayfs) fail "$d is on $(stat -f -c %T .): the test needs a local block filesystem (set TMPDIR)" ;;
-esac
+need_local_dir "$d"
 devno() { findmnt -n -o MAJ:MIN --mountpoint "$d/$1" | tail -1 | tr -d ' '; } # the top mount's at $d/$1
 loop() { # loop IMAGE MKFS...: IMAGE attached, its loop device printed
 	local dev

@@ -21,7 +21,7 @@
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
-need strace setpriv mkfs.ext4 mount truncate /usr/bin/python3
+need strace setpriv mkfs.ext4 mount umount truncate /usr/bin/python3
 [[ $(id -u) == 0 ]] || fail "must run as root: pbitmapd watches filesystems with fanotify"
 
 d=$(tmpdir)
@@ -31,12 +31,7 @@ cd "$d" || fail "cd $d"
 # may come first: the scripts are put where opens are not watched, a
 # second filesystem with the first's ID (t-daemon-fsid), so that what is
 # tested is the exec's reader.
-uuid=$(cat /proc/sys/kernel/random/uuid)
-for fs in one two; do
-	truncate -s 32M $fs.img && mkfs.ext4 -q -F -U "$uuid" $fs.img && mkdir $fs ||
-		fail "cannot make $fs.img"
-	mount -o loop $fs.img $fs && at_exit "umount $d/$fs" || fail "cannot loop-mount $fs.img"
-done
+twin_ext4 one two
 chmod 755 two || fail "chmod two"
 for s in readable group exec-only; do
 	{ printf '#!/usr/bin/python3 -cimport time; time.sleep(2)\n'; for _ in $(seq 1000); do printf '# %061d\n' 0; done; } >two/$s &&
