@@ -126,6 +126,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 	case PBD_SET_BUDGET:
 		if (config_number(path, line, key, val, 65536, &v))
 			return PB_FAIL;
+		if (!v)	/* 0 would read nothing, where a user expects "no limit" */
+			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		pbd.cfg.budget = v << 20;
 		break;
 	case PBD_SET_PRESSURE:

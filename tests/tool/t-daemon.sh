@@ -63,6 +63,7 @@ bad 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_GAP=5\n' "line 2: unknown setting PBITMA
 bad 'PBITMAP_DAEMON=maybe\n' "line 1: PBITMAP_DAEMON=maybe is not yes or no"
 bad 'PBITMAP_DAEMON_JOIN_GAP_KB=-1\n' "line 1: PBITMAP_DAEMON_JOIN_GAP_KB: '-1' is not a number from 0 to 65536"
 bad 'PBITMAP_DAEMON_BUDGET_MB=12x\n' "line 1: PBITMAP_DAEMON_BUDGET_MB: '12x' is not a number"
+bad 'PBITMAP_DAEMON_BUDGET_MB=0\n' "line 1: PBITMAP_DAEMON_BUDGET_MB=0: at least 1"
 bad 'PBITMAP_DAEMON_PRESSURE_PCT=101\n' "line 1: PBITMAP_DAEMON_PRESSURE_PCT: '101' is not a number from 0 to 100"
 bad 'PBITMAP_DAEMON_MAX_PARALLEL=0\n' "line 1: PBITMAP_DAEMON_MAX_PARALLEL=0: at least 1"
 bad '\nPBITMAP_DAEMON yes\n' "line 2: not NAME=VALUE"
