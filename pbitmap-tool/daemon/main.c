@@ -177,7 +177,7 @@ static void kill_kids_before(uint64_t t)
 			kill(pbd.kids[i].pid, SIGKILL);
 }
 
-/* Whether the file was read ahead less than 2 s ago. */
+/* Whether the file was read ahead in this or the previous second (@now). */
 static bool read_recently(dev_t dev, ino_t ino, time_t now)
 {
 	for (unsigned int i = 0; i < RECENT_SLOTS; i++)

@@ -19,7 +19,7 @@
 static const struct {
 	const char *key, *what;
 } counters[] = {
-	{ "pending", "stamped execs being read ahead now" },
+	{ "pending", "children at work now: readers for execs and opens, learning writers" },
 	{ "execs", "execs seen on the watched filesystems" },
 	{ "unstamped", "of which unstamped (one attribute look-up each)" },
 	{ "prefetched", "stamped execs read ahead (their own pages, or left to the kernel)" },
@@ -37,18 +37,18 @@ static const struct {
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },
 	{ "skip_kernel", "left to the kernel (vm.pbitmap_enabled = 1; metadata lists still read where readable)" },
-	{ "skip_recent", "skipped: the same file read ahead less than 2 s before" },
-	{ "skip_busy", "skipped: max_parallel execs already being handled" },
-	{ "skip_pressure", "skipped: memory pressure above memory_pressure_pct" },
+	{ "skip_recent", "skipped: the same file read ahead in this or the previous second" },
+	{ "skip_busy", "skipped: PBITMAP_DAEMON_MAX_PARALLEL children already at work" },
+	{ "skip_pressure", "skipped: memory pressure above PBITMAP_DAEMON_PRESSURE_PCT" },
 	{ "skip_gone", "of which the program's own pages only (if any): the process was gone" },
 	{ "skip_mismatch", "files skipped: the name leads to another file than planned" },
 	{ "skip_fs", "files skipped: not on a local filesystem" },
 	{ "skip_denied", "files skipped: the program's user, or a data file's opener, may not read them (real user, no capability)" },
 	{ "skip_budget", "files skipped: the budget was spent (or memory.high reached)" },
-	{ "skip_failed", "execs that failed (fork, or the reader's limits)" },
+	{ "skip_failed", "execs and opens that failed (fork, the child's limits, a stop, no pidfd)" },
 	{ "killed_stopped", "children (readers, writers) their user stopped: killed at once" },
-	{ "held", "execs held until their read-ahead was submitted (hold_exec_ms)" },
-	{ "held_timeout", "of which let go at hold_exec_ms, before it was" },
+	{ "held", "execs held until their read-ahead was submitted (PBITMAP_DAEMON_HOLD_EXEC_MS)" },
+	{ "held_timeout", "of which let go at PBITMAP_DAEMON_HOLD_EXEC_MS, before it was" },
 	{ "exec_cpu_us", "CPU microseconds the daemon spent handling exec events" },
 	{ "open_cpu_us", "CPU microseconds the daemon spent handling open events" },
 	{ "child_cpu_us", "CPU microseconds of its children (readers, writers), once ended" },
@@ -59,7 +59,7 @@ static const struct {
 	{ "learn_pages", "pages marked in those generations" },
 	{ "learn_plans", "start-up plans written with a program's generation" },
 	{ "learn_skip_plan", "plans not written: none could be built (too large, no file)" },
-	{ "learn_skip_recent", "not learned: learned less than learn_interval_s before" },
+	{ "learn_skip_recent", "not learned: learned less than PBITMAP_DAEMON_LEARN_INTERVAL_S before" },
 	{ "learn_skip_policy", "files not written: their policy does not admit the run" },
 	{ "learn_skip_changed", "files not written: renamed, replaced or gone since" },
 	{ "learn_skip_failed", "files not written: busy, locked, read-only, or an error" },
@@ -84,7 +84,7 @@ static void print_state(const char *name, const char *const *what, int nr, int s
 /* pbitmapd's learning (learn.c), and fault_around_bytes as it left it (faultaround.c). */
 #define STATES(what)	((int)(sizeof(what) / sizeof((what)[0])))
 static const char *const learning_states[] = {
-	"off (PBITMAP_DAEMON_LEARN=no, or left to the kernel)",
+	"off (PBITMAP_DAEMON_LEARN=no)",
 	"on (BPF: execs and page faults of stamped programs)",
 	"not available (its BPF programs did not load: see the daemon's log)",
 };

@@ -1,7 +1,7 @@
 #!/bin/bash
 # t-daemon-busy: a stamped file skipped because every reader was busy
 # (PBITMAP_DAEMON_MAX_PARALLEL) is not "recent".  Recent files (read ahead
-# less than 2 s before) are skipped, so that a program's own open of a file
+# in the same or the previous second) are skipped, so that a program's own open of a file
 # its exec's reader just read starts no second reader; a file that was not
 # read must not be kept out by that rule.
 #
