@@ -33,6 +33,17 @@ static int config_number(const char *path, unsigned int line, const char *key,
 	return 0;
 }
 
+/* A count: @val a number from 1 to @max (0 would mean nothing at all). */
+static int config_count(const char *path, unsigned int line, const char *key,
+			const char *val, uint64_t max, uint64_t *out)
+{
+	if (config_number(path, line, key, val, max, out))
+		return PB_FAIL;
+	if (!*out)
+		return pb_error(path, "line %u: %s=0: at least 1", line, key);
+	return 0;
+}
+
 static bool config_bool(const char *val, bool *out)
 {
 	static const char *const yes[] = { "yes", "true", "on", "1", NULL };
@@ -124,10 +135,9 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		pbd.cfg.gap = v << 10;
 		break;
 	case PBD_SET_BUDGET:
-		if (config_number(path, line, key, val, 65536, &v))
+		/* not 0: it would read nothing, where a user expects "no limit" */
+		if (config_count(path, line, key, val, 65536, &v))
 			return PB_FAIL;
-		if (!v)	/* 0 would read nothing, where a user expects "no limit" */
-			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		pbd.cfg.budget = v << 20;
 		break;
 	case PBD_SET_PRESSURE:
@@ -136,10 +146,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		pbd.cfg.pressure = (unsigned int)v;
 		break;
 	case PBD_SET_CHILDREN:
-		if (config_number(path, line, key, val, MAX_PARALLEL, &v))
+		if (config_count(path, line, key, val, MAX_PARALLEL, &v))
 			return PB_FAIL;
-		if (!v)
-			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		pbd.cfg.children = (unsigned int)v;
 		break;
 	case PBD_SET_LEARN:
@@ -152,10 +160,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 			return PB_FAIL;
 		break;
 	case PBD_SET_LEARN_WINDOW:
-		if (config_number(path, line, key, val, 600000, &pbd.cfg.learn_window_ms))
+		if (config_count(path, line, key, val, 600000, &pbd.cfg.learn_window_ms))
 			return PB_FAIL;
-		if (!pbd.cfg.learn_window_ms)
-			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		break;
 	case PBD_SET_LEARN_PLANS:
 		if (!config_bool(val, &pbd.cfg.learn_plans))
@@ -184,10 +190,8 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		*read_setting(i) = (enum pbd_read)v;
 		break;
 	case PBD_SET_CHILD_CPU:	/* more than the alarm would never be reached */
-		if (config_number(path, line, key, val, CHILD_SECONDS, &pbd.cfg.child_cpu_s))
+		if (config_count(path, line, key, val, CHILD_SECONDS, &pbd.cfg.child_cpu_s))
 			return PB_FAIL;
-		if (!pbd.cfg.child_cpu_s)
-			return pb_error(path, "line %u: %s=0: at least 1", line, key);
 		break;
 	default:	/* a name in setting_names[] without its case here */
 		return pb_error(path, "line %u: %s: not read by this pbitmapd", line, key);
