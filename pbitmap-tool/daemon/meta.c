@@ -30,8 +30,9 @@
  *     of the blocks it did not look up.  Each page carries the number of
  *     learned runs since one looked it up; a run that looked up at least
  *     a quarter as many pages as the list holds ages the others, and a
- *     page stays META_KEEP_RUNS such runs without a look-up, then drops out.  A list
- *     not learned for META_KEEP_DAYS is removed at the daemon's start.
+ *     page stays META_KEEP_RUNS such runs without a look-up, then drops
+ *     out.  A list not learned for META_KEEP_DAYS is removed at the
+ *     daemon's start.
  *   - Kept in the daemon's state directory (root's, mode 0700), one file
  *     per program named by its device and inode, with the filesystem's ID
  *     and the program's size and modification time (an inode number
