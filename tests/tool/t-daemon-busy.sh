@@ -1,9 +1,9 @@
 #!/bin/bash
 # t-daemon-busy: a stamped file skipped because every reader was busy
 # (PBITMAP_DAEMON_MAX_PARALLEL) is not "recent".  Recent files (read ahead
-# in the same or the previous second) are skipped, so that a program's own open of a file
-# its exec's reader just read starts no second reader; a file that was not
-# read must not be kept out by that rule.
+# in the same or the previous second) are skipped, so that a program's own
+# open of a file its exec's reader just read starts no second reader; a
+# file that was not read must not be kept out by that rule.
 #
 # The daemon (ASan/UBSan) with one reader at a time, under strace, each
 # posix_fadvise() of its children delayed 400 ms (fault injection), so
