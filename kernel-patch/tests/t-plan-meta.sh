@@ -1,7 +1,7 @@
 #!/bin/bash
-# Guest test: a start-up plan's metadata table (0024).  A copy of busybox
-# (static: no ld.so or libraries to read), owned by root, stamped with a
-# plan of 24 files, each alone in a fresh directory, gets a metadata table
+# Guest test: a start-up plan's metadata table (0024; learned, 0025).  A
+# copy of busybox (static: no ld.so or libraries to read), owned by root,
+# stamped with a plan of 24 files, each alone in a fresh directory, gets a metadata table
 # of the blocks its plan's look-ups read: every directory's blocks on the
 # way (FIEMAP, filefrag) and the inode-table blocks of those directories
 # and of the files (debugfs imap), made here as craft-meta.py writes it.
@@ -17,6 +17,13 @@
 #     group may write (pbitmap_plan_meta_skip_owner), nor with the table
 #     made for another filesystem UUID (pbitmap_plan_meta_skip_stale): no
 #     page counted, and the program runs.
+#   - Learned (0025): a program of root's that reads the same 24 files whole
+#     (so that its learned plan lists them, 0018), learned over two cold
+#     runs with vm.pbitmap_learn=1: the first plan lists the 24 files, the
+#     second generation has a table holding every block of tree/'s
+#     look-ups (the drop leaves the directories above it cached: the
+#     shell's working directory holds them); its cold runs then make fewer
+#     read requests with the table read than without (two each way).
 #   - Each malformed table craft-meta.py makes is refused when the record
 #     is parsed: exactly one pbitmap_plan_reject_<reason> of the one it
 #     names, no plan followed, and the program runs.
@@ -140,6 +147,86 @@ cold_exec meta
 [ "${D[pbitmap_plan_meta_skip_gap]}" = 0 ] && [ "${D[pbitmap_plan_meta_pages]}" -gt 0 ] ||
 	fail "-1 on a rotational disk: skip_gap ${D[pbitmap_plan_meta_skip_gap]}, meta_pages ${D[pbitmap_plan_meta_pages]}"
 echo "vm.pbitmap_plan_meta=-1 reads the table on a rotational disk only"
+
+# ---- learned: a reader of the same 24 files ---------------------------------------
+# A program of root's that reads each file named whole, in one read(2):
+# its first learned run lists the files in its plan (0018), the second
+# follows the plan and its exec's look-ups are learned into the table.
+printf '#include <fcntl.h>\n#include <unistd.h>\nstatic char b[65536];\nint main(int c, char **v)\n{\n\tfor (int i = 1; i < c; i++) {\n\t\tint fd = open(v[i], O_RDONLY);\n\n\t\tif (fd < 0 || read(fd, b, sizeof(b)) != 4096)\n\t\t\treturn 1;\n\t\tclose(fd);\n\t}\n\treturn 0;\n}\n' >reader.c
+gcc -O1 -o reader reader.c || fail "cannot build the reader"
+pbitmap add -q --plan-size 16K reader || fail "cannot stamp the reader"
+# the paths expanded once, here: a glob expanded after a drop would look
+# the files up itself, and the exec's look-ups would find them cached
+files=("$W"/tree/d*/f)
+vm=/proc/sys/vm
+learn_was="$(cat $vm/pbitmap_learn) $(cat $vm/pbitmap_learn_interval_s) $(cat $vm/pbitmap_learn_window_ms)"
+trap 'read -r a b c <<<"$learn_was"; echo "$a" >$vm/pbitmap_learn; echo "$b" >$vm/pbitmap_learn_interval_s; echo "$c" >$vm/pbitmap_learn_window_ms; restore' EXIT
+echo 1 >$vm/pbitmap_learn
+echo 0 >$vm/pbitmap_learn_interval_s
+echo 10000 >$vm/pbitmap_learn_window_ms
+learned_run() {	# a cold learned run of the reader, written back
+	local w0 w1
+	sleep 1.1	# past the repeat window of the run before
+	vmstat_snap S0 pbitmap_learn_written
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	./reader "${files[@]}" || fail "the reader failed"
+	echo 1 >$vm/pbitmap_learn_flush
+	vmstat_snap S1 pbitmap_learn_written
+	[ "${S1[pbitmap_learn_written]}" -gt "${S0[pbitmap_learn_written]}" ] ||
+		fail "the reader's learned run wrote nothing back"
+}
+table_of() {	# PROGRAM: its plan's files, and its table's units, one a line ("unit N")
+	pbitmap show --json "$1" | python3 -c '
+import json, sys
+p = json.load(sys.stdin)[0]
+p = p.get("plan") or {}
+for f in p.get("files", []):
+    print("file", f["path"])
+m = p.get("meta")
+for start, nr, age in (m or {}).get("ranges", []):
+    for u in range(start, start + nr):
+        print("unit", u)
+'
+}
+learned_run
+table_of reader >first.txt
+[ "$(grep -c "^file $W/tree/d.*/f$" first.txt)" = 24 ] ||
+	fail "the first learned run's plan lists $(grep -c "^file $W/tree" first.txt) of the 24 files: $(head -5 first.txt)"
+learned_run
+table_of reader >second.txt
+grep '^unit ' second.txt | cut -d' ' -f2 | sort -n -u >learned.txt
+# what the look-ups of the files in tree/ read: tree/d*'s blocks, the
+# inode-table blocks of tree/d* and their files (the drop left /,
+# /var, /var/tmp and $W cached: the shell's directory holds them)
+{ dir_blocks "$W"/tree/d*; inode_blocks "$SRC" "$W"/tree/d* "$W"/tree/d*/f; } | sort -n -u >needed.txt
+missing=$(grep -Fxvf learned.txt needed.txt | wc -l || true)
+[ "$(wc -l <learned.txt)" -gt 0 ] && [ "$missing" = 0 ] ||
+	fail "the learned table has $(wc -l <learned.txt) units; $missing of the $(wc -l <needed.txt) blocks the look-ups read are not among them"
+echo "learned: a table of $(wc -l <learned.txt) units, every one of the $(wc -l <needed.txt) blocks of tree/'s look-ups among them"
+echo 0 >$vm/pbitmap_learn
+learned_with=0 learned_without=0
+for round in 1 2; do
+	echo 1 >/proc/sys/vm/pbitmap_plan_meta
+	sleep 1.1
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	read -r r0 _ <"/sys/block/$DISK/stat"
+	./reader "${files[@]}" || fail "the reader failed"
+	read -r r1 _ <"/sys/block/$DISK/stat"
+	learned_with=$((learned_with + r1 - r0))
+	echo 0 >/proc/sys/vm/pbitmap_plan_meta
+	sleep 1.1
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	read -r r0 _ <"/sys/block/$DISK/stat"
+	./reader "${files[@]}" || fail "the reader failed"
+	read -r r1 _ <"/sys/block/$DISK/stat"
+	learned_without=$((learned_without + r1 - r0))
+done
+[ "$learned_with" -lt "$learned_without" ] ||
+	fail "two cold runs of the reader made $learned_with read requests with its learned table read, $learned_without without: want fewer"
+echo "the learned table read: $learned_with read requests in two cold runs of the reader, $learned_without without"
 
 # ---- whose table is read -----------------------------------------------------------
 echo 1 >/proc/sys/vm/pbitmap_plan_meta
