@@ -321,13 +321,19 @@ def dump(path):
 PLAN_FMT, PLAN_FILE_FMT, PLAN_STEP_FMT = "<IIHHII12s", "<QQIIII", "<IIHH"
 PLAN_MAGIC = 0x4C504250  # "PBPL"
 PLAN_F_ORDER = 1  # an order table (nr_steps 16-bit step indices) follows the steps
+PLAN_F_META = 2  # a metadata table follows the names, at a multiple of 8 bytes
+# struct pbitmap_plan_meta (dev, nr, uuid, reserved), pbitmap_plan_meta_range
+PLAN_META_FMT, PLAN_META_RANGE_FMT = "<II16sQ", "<QIB3s"
 
 
 def plan(path):
     """The current slot's plan, parsed on its own: one line per step,
     "step FILE-PATH START NR" in plan order, after one line per file
     "file INDEX PATH INO SIZE DEV GEN"; with an order table, then one line
-    "order I J ..." (its step indices, checked to be a permutation)."""
+    "order I J ..." (its step indices, checked to be a permutation); with a
+    metadata table, then "meta DEV UUID" (32 hex digits) and one line per
+    range, "mrange START NR AGE" (checked: ascending, disjoint, nr >= 1, age
+    <= 3, padding and reserved fields zero)."""
     data = open(path, "rb").read()
     _, pb = record_of(Elf(data))
     rec = current_slot(data, pb["offset"], pb["size"])
@@ -336,9 +342,13 @@ def plan(path):
     area = rec[len(rec) - h["plan_size"]:]
     magic, used, nr_files, flags, nr_steps, names_size, r = struct.unpack_from(PLAN_FMT, area, 0)
     check(magic == PLAN_MAGIC, "plan magic %#x" % magic)
-    check(flags & ~PLAN_F_ORDER == 0, "plan flags %#x" % flags)
+    check(flags & ~(PLAN_F_ORDER | PLAN_F_META) == 0, "plan flags %#x" % flags)
     table = 2 * nr_steps if flags & PLAN_F_ORDER else 0
-    check(used == 32 + 32 * nr_files + 12 * nr_steps + table + names_size, "plan size vs tables")
+    base = 32 + 32 * nr_files + 12 * nr_steps + table + names_size
+    meta_at = (base + 7) // 8 * 8
+    meta_nr = struct.unpack_from("<I", area, meta_at + 4)[0] if flags & PLAN_F_META else 0
+    check(used == (meta_at + 32 + 16 * meta_nr if flags & PLAN_F_META else base),
+          "plan size vs tables")
     check(area[used:] == bytes(len(area) - used), "bytes past the plan not zero")
     files = [struct.unpack_from(PLAN_FILE_FMT, area, 32 + 32 * i) for i in range(nr_files)]
     names_at = 32 + 32 * nr_files + 12 * nr_steps + table
@@ -355,6 +365,18 @@ def plan(path):
         order = struct.unpack_from("<%dH" % nr_steps, area, names_at - table)
         check(sorted(order) == list(range(nr_steps)), "order table %s" % (order,))
         print("order", *order)
+    if flags & PLAN_F_META:
+        check(area[base:meta_at] == bytes(meta_at - base), "padding before the metadata table")
+        dev, nr, uuid, reserved = struct.unpack_from(PLAN_META_FMT, area, meta_at)
+        check(reserved == 0 and 1 <= nr <= 512 and any(uuid), "metadata table head")
+        print("meta", dev, uuid.hex())
+        end = 0
+        for i in range(nr):
+            start, n, age, res = struct.unpack_from(PLAN_META_RANGE_FMT, area, meta_at + 32 + 16 * i)
+            check(n >= 1 and age <= 3 and res == bytes(3) and start >= end and
+                  start + n <= 1 << 40, "metadata range %d" % i)
+            end = start + n
+            print("mrange", start, n, age)
 
 
 def main(argv):

@@ -47,6 +47,10 @@
 #            sets at boot): a fixed gap where a request is worth less
 #            transfer than the kernel's model says, else the model (-1)
 #   plan-probed-paced  plan-probed with its batch paced (as plan-paced)
+#   plan-probed-nometa  plan-probed with its plans' metadata tables not
+#            read (vm.pbitmap_plan_meta=0; every other condition has -1,
+#            the default: read where the join gap is at least 256 KiB):
+#            what the kernel's own metadata batch (0024, 0025) adds
 #   off-b, slurp-b  off and slurp in tree B, where every plan condition
 #            runs: B's directories and its stamped files are copies made at
 #            the job's start, laid out apart from A's, so that a cold start
@@ -165,7 +169,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -267,6 +271,7 @@ fi
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
 if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
+	has_condition plan-probed-nometa ||
 	has_condition plan-probed-meta || has_condition plan-probed-dmeta ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed ||
@@ -406,7 +411,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 meta=-1 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | off-b | off-busy[0-9]* | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -420,6 +425,7 @@ set_condition() {
 	plan-probed | plan-probed-meta | plan-probed-dmeta | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
+	plan-probed-nometa) en=1 plan=1 gap=$probe_gap meta=0 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac
 	[ $fa_ok = 0 ] || echo "$fa" >$FAULT_AROUND
@@ -431,6 +437,7 @@ set_condition() {
 	vm pbitmap_merge_gap_kb $gap
 	[ ! -e /proc/sys/vm/pbitmap_plan_inflight_kb ] || vm pbitmap_plan_inflight_kb $inflight
 	[ ! -e /proc/sys/vm/pbitmap_plan_lookup_later ] || vm pbitmap_plan_lookup_later $later
+	[ ! -e /proc/sys/vm/pbitmap_plan_meta ] || vm pbitmap_plan_meta $meta
 }
 # pbitmapd, as a user runs it (pbitmapd(8)): its settings file says on, and
 # what else it says is the condition's.  Its status file tells when it is

@@ -174,11 +174,13 @@ def cases(fifo, directory, denied, tmpfs, devnode, link):
         ("files-plus-1", poke("<H", 8, lambda p: len(p.files) + 1), "reject_header"),
         ("files-1025", poke("<H", 8, 1025), "reject_header"),
         ("files-max", poke("<H", 8, 0xFFFF), "reject_header"),
-        # flags: only PBITMAP_PLAN_F_ORDER is known; with it and no table,
-        # used does not match.
-        ("flags-unknown", poke("<H", 10, 2), "reject_header"),
+        # flags: PBITMAP_PLAN_F_ORDER and _META are known (bit 2 is the
+        # first that is not); with either and no table, used does not match
+        # (a metadata table's own cases: craft-meta.py).
+        ("flags-unknown", poke("<H", 10, 4), "reject_header"),
         ("flags-high", poke("<H", 10, 0x8000), "reject_header"),
         ("flags-order-no-table", poke("<H", 10, F_ORDER), "reject_header"),
+        ("flags-meta-no-table", poke("<H", 10, 2), "reject_header"),
         ("steps-plus-1", poke("<I", 12, lambda p: len(p.steps) + 1), "reject_header"),
         ("steps-max", poke("<I", 12, 0xFFFFFFFF), "reject_header"),
         ("steps-wrap", poke("<I", 12, 0x15555556), "reject_header"),

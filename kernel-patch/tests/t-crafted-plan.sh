@@ -1,7 +1,7 @@
 #!/bin/bash
 # Guest test: malformed and misleading start-up plans never break an exec.
 # A program linked with two private stamped libraries gets a plan of both
-# (pbitmap plan); craft-plan.py makes 73 variants of its plan area (bad
+# (pbitmap plan); craft-plan.py makes 74 variants of its plan area (bad
 # head (unknown plan flags included), file table, names, steps and order
 # table (an index repeated or past the steps), each resealed so that it
 # reaches the plan check it is meant for; plans not in canonical form: ranges

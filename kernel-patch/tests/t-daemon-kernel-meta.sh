@@ -45,18 +45,10 @@ head -c 1M /dev/zero >data && pbitmap add -q data && pbitmap set -q --pages 10-2
 # ---- the list: the blocks the walk looks up -----------------------------------------
 sync
 dirs=("$W" "$W/tree" "$W"/tree/d*)
-blocks() {	# the directories' blocks (FIEMAP, as the kernel maps them), one a line
-	local d
-	for d in "${dirs[@]}"; do
-		filefrag -b4096 -e "$d" | awk -F'[ .:]+' '$2 ~ /^[0-9]+$/ && $5 ~ /^[0-9]+$/ {
-			for (i = 0; i <= $4 - $3; i++) print $5 + i }'
-	done
-}
-imaps() {	# the inode-table blocks of the directories and the files
-	local f
-	for f in "${dirs[@]}" "$W"/tree/d*/f*; do echo "imap <$(stat -c %i "$f")>"; done >imap.cmd
-	debugfs -c -f imap.cmd "$SRC" 2>/dev/null | awk '/located at block/ { sub(",", "", $4); print $4 }'
-}
+# shellcheck source=kernel-patch/tests/metalib.sh
+. "$HERE/metalib.sh"
+blocks() { dir_blocks "${dirs[@]}"; }
+imaps() { inode_blocks "$SRC" "${dirs[@]}" "$W"/tree/d*/f*; }
 { blocks; imaps; } | sort -n -u >pages.txt
 dblocks=$(blocks | wc -l) iblocks=$(imaps | sort -u | wc -l)
 [ "$dblocks" -ge 26 ] && [ "$iblocks" -ge 10 ] ||

@@ -11,6 +11,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -182,6 +183,80 @@ static void print_order(const struct pb_plan_view *v, unsigned int limit)
 	}
 }
 
+/* A plan's device, (major << 8) | (minor & 0xff) | ((minor & ~0xff) << 12), as "8:17". */
+static void format_plan_dev(uint32_t dev, char *buf, size_t size)
+{
+	snprintf(buf, size, "%u:%u", (dev & 0xfff00) >> 8, (dev & 0xff) | ((dev >> 12) & 0xfff00));
+}
+
+static void format_uuid(const uint8_t *u, char *buf, size_t size)
+{
+	snprintf(buf, size, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 u[0], u[1], u[2], u[3], u[4], u[5], u[6], u[7], u[8], u[9], u[10], u[11], u[12],
+		 u[13], u[14], u[15]);
+}
+
+/*
+ * Why a kernel would not read the metadata table of @f's plan, of the
+ * reasons visible here (docs/FORMAT.md, "Start-up plan"): "" when none.
+ * The filesystem's UUID is not compared: the kernel's s_uuid has no
+ * portable way out.
+ */
+static const char *plan_meta_state(const struct pb_file *f, const struct pb_plan_view *v)
+{
+	uint32_t maj = major(f->st.st_dev), min = minor(f->st.st_dev);
+	uint32_t dev = (maj << 8) | (min & 0xff) | ((min & ~0xffU) << 12);
+
+	if (f->st.st_uid)
+		return "not read: the executable is not root's";
+	if (f->st.st_mode & (S_IWGRP | S_IWOTH))
+		return "not read: the executable is writable by group or others";
+	if (maj >= 4096 || le32toh(v->meta->dev) != dev)
+		return "not read: another filesystem's device";
+	return "";
+}
+
+static uint64_t meta_units(const struct pb_plan_view *v)
+{
+	uint64_t n = 0;
+
+	for (uint32_t i = 0; i < v->nr_meta; i++)
+		n += le32toh(v->meta_ranges[i].nr);
+	return n;
+}
+
+/*
+ * "  metadata     dev 8:17, uuid ..., 37 ranges, 412 KiB, ages 0:30 1:5"
+ * (ranges by age, ages without one left out), then with -v each range.
+ */
+static void show_plan_meta_text(const struct pb_file *f, const struct pb_plan_view *v)
+{
+	uint32_t ages[PBITMAP_PLAN_META_KEEP + 1] = { 0 };
+	const char *state = plan_meta_state(f, v);
+	char dev[32], uuid[40];
+
+	for (uint32_t i = 0; i < v->nr_meta; i++)
+		ages[v->meta_ranges[i].age]++;	/* checked: at most KEEP */
+	format_plan_dev(le32toh(v->meta->dev), dev, sizeof(dev));
+	format_uuid(v->meta->uuid, uuid, sizeof(uuid));
+	printf("  metadata     dev %s, uuid %s, %u ranges, %" PRIu64 " KiB, ages", dev, uuid,
+	       v->nr_meta, meta_units(v) << (PBITMAP_PLAN_UNIT_SHIFT - 10));
+	for (unsigned int a = 0; a <= PBITMAP_PLAN_META_KEEP; a++)
+		if (ages[a])
+			printf(" %u:%u", a, ages[a]);
+	printf("%s%s%s\n", *state ? " (" : "", state, *state ? ")" : "");
+	for (uint32_t i = 0; pb_verbose && i < v->nr_meta; i++) {
+		const struct pbitmap_plan_meta_range *r = &v->meta_ranges[i];
+		uint64_t start = le64toh(r->start), nr = le32toh(r->nr);
+
+		printf("  %4u  %7" PRIu64 " KiB  units %" PRIu64, i,
+		       nr << (PBITMAP_PLAN_UNIT_SHIFT - 10), start);
+		if (nr > 1)
+			printf("-%" PRIu64, start + nr - 1);
+		printf(", age %u\n", r->age);
+	}
+}
+
 static void show_plan_text(const struct pb_file *f)
 {
 	size_t size;
@@ -208,6 +283,27 @@ static void show_plan_text(const struct pb_file *f)
 		       plan_units(&v, i) << (PBITMAP_PLAN_UNIT_SHIFT - 10), path,
 		       *state ? " (" : "", state, *state ? ")" : "");
 	}
+	if (v.meta)
+		show_plan_meta_text(f, &v);
+}
+
+/* ,"meta":{"dev":N,"uuid":"...","ranges":[[start,nr,age],...]} or null */
+static void show_plan_meta_json(const struct pb_plan_view *v)
+{
+	char uuid[40];
+
+	printf(",\"meta\":");
+	if (!v->meta) {
+		printf("null");
+		return;
+	}
+	format_uuid(v->meta->uuid, uuid, sizeof(uuid));
+	printf("{\"dev\":%u,\"uuid\":\"%s\",\"ranges\":[", le32toh(v->meta->dev), uuid);
+	for (uint32_t i = 0; i < v->nr_meta; i++)
+		printf("%s[%" PRIu64 ",%u,%u]", i ? "," : "",
+		       (uint64_t)le64toh(v->meta_ranges[i].start), le32toh(v->meta_ranges[i].nr),
+		       v->meta_ranges[i].age);
+	printf("]}");
 }
 
 static void show_plan_json(const struct pb_file *f)
@@ -244,6 +340,7 @@ static void show_plan_json(const struct pb_file *f)
 	} else {
 		printf("null");
 	}
+	show_plan_meta_json(&v);
 	printf("}");
 }
 
@@ -439,6 +536,8 @@ static int verify_one(const char *path, unsigned int flags, void *arg)
 			printf(", a plan of %u files", v.nr_files);
 			if (stale)
 				printf(" (%u replaced since: the kernel skips them)", stale);
+			if (v.meta)
+				printf(", a metadata table of %u ranges", v.nr_meta);
 		} else if (size) {
 			printf(", an empty plan");
 		}

@@ -203,6 +203,10 @@ struct pb_plan_view {
 	const struct pbitmap_plan_step *steps;
 	const pbitmap_plan_order_t *order;	/* nr_steps entries; NULL: none */
 	const char *names;
+	/* the metadata table (PBITMAP_PLAN_F_META): its head, NULL for none */
+	const struct pbitmap_plan_meta *meta;
+	const struct pbitmap_plan_meta_range *meta_ranges;	/* nr_meta of them */
+	uint32_t nr_meta;
 };
 
 /* Steps @first to @last of one file, joined into one read. */
@@ -216,12 +220,16 @@ struct pb_plan_run {
 /* NULL when the area holds a valid plan or none, else why not. */
 const char *pb_plan_check(const unsigned char *area, size_t size);
 bool pb_plan_empty(const unsigned char *area, size_t size);
-/* Copy @src's plan into @dst's area when it fits; @dst is not sealed. */
+/*
+ * Copy @src's valid plan, its order and metadata tables with it, into
+ * @dst's area when it fits; @dst is not sealed.
+ */
 void pb_plan_carry(struct pb_record *dst, const struct pb_record *src);
 /*
- * Write a plan of @nr files into @area, their ranges in the order given.
- * Returns 0, or PB_FAIL with errno ENOSPC (*@need: the size it takes) or
- * E2BIG (more than the format holds).
+ * Write a plan of @nr files into @area, their ranges in the order given,
+ * with no order table and no metadata table (docs/FORMAT.md, "Start-up
+ * plan": a kernel's to write).  Returns 0, or PB_FAIL with errno ENOSPC
+ * (*@need: the size it takes) or E2BIG (more than the format holds).
  */
 int pb_plan_build(unsigned char *area, size_t size, const struct pb_plan_file_in *in,
 		  size_t nr, size_t *need);

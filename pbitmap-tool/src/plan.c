@@ -7,6 +7,7 @@
  */
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,16 @@ static size_t plan_bytes(uint64_t nr_files, uint64_t nr_steps, uint64_t names, b
 		     (order ? nr_steps * sizeof(pbitmap_plan_order_t) : 0) + names;
 
 	return n > SIZE_MAX / 2 ? SIZE_MAX / 2 : (size_t)n;
+}
+
+/*
+ * Where a metadata table's head starts, after a plan of @bytes without it:
+ * the next multiple of 8 bytes from the area's start, so that its 64-bit
+ * fields are aligned.  @bytes is at most SIZE_MAX / 2 (plan_bytes()).
+ */
+static size_t meta_at(size_t bytes)
+{
+	return (bytes + 7) & ~(size_t)7;
 }
 
 static bool all_zero(const unsigned char *p, size_t n)
@@ -110,6 +121,98 @@ static const char *plan_order(const pbitmap_plan_order_t *order, uint32_t nr_ste
 	return NULL;
 }
 
+#define META	"plan: metadata table"
+
+/*
+ * With a metadata table, @used must be the size of the plan of @bytes
+ * (plan_bytes()) and the table: checked with the head, @used being one
+ * of its fields, as the kernel does.  The table's count is read only once
+ * its head is known to lie within @used, itself within the area.
+ */
+static const char *plan_meta_size(const unsigned char *area, size_t bytes, uint32_t used)
+{
+	size_t at = meta_at(bytes);
+	const struct pbitmap_plan_meta *m = (const void *)(area + at);
+	uint32_t nr;
+
+	if (at + sizeof(*m) > used)
+		return "plan: size does not match its tables";
+	nr = le32toh(m->nr);
+	if (used != at + sizeof(*m) + (uint64_t)nr * sizeof(struct pbitmap_plan_meta_range)) {
+		snprintf(fault_msg, sizeof(fault_msg), "plan: size does not match its tables (a "
+			 "metadata table of %u ranges)", nr);
+		return fault_msg;
+	}
+	return NULL;
+}
+
+/* A metadata range's fault, or NULL; @prev_end is the end of the one before. */
+static const char *plan_meta_range(const struct pbitmap_plan_meta_range *r, uint32_t i,
+				   uint64_t prev_end)
+{
+	uint64_t start = le64toh(r->start);
+	uint32_t nr = le32toh(r->nr);
+
+	if (!nr)
+		snprintf(fault_msg, sizeof(fault_msg), "%s: range %u is empty", META, i);
+	else if (r->age > PBITMAP_PLAN_META_KEEP)
+		snprintf(fault_msg, sizeof(fault_msg), "%s: range %u: age %u (at most %u)", META, i,
+			 r->age, PBITMAP_PLAN_META_KEEP);
+	else if (!all_zero(r->reserved, sizeof(r->reserved)))
+		snprintf(fault_msg, sizeof(fault_msg), "%s: range %u: reserved bytes not zero",
+			 META, i);
+	else if (i && start < prev_end)
+		snprintf(fault_msg, sizeof(fault_msg), "%s: range %u starts before range %u ends "
+			 "(not ascending and disjoint)", META, i, i - 1);
+	/* nr < 2^32 < PBITMAP_PLAN_META_END: neither side wraps */
+	else if (start > PBITMAP_PLAN_META_END - nr)
+		snprintf(fault_msg, sizeof(fault_msg), "%s: range %u ends past unit 2^40", META, i);
+	else
+		return NULL;
+	return fault_msg;
+}
+
+/*
+ * The metadata table (docs/FORMAT.md, "Start-up plan"), checked after
+ * everything else, as the kernel checks it and in its order: the zeros
+ * before it, its head, each range, the total.  Its size was checked with
+ * the head (plan_meta_size()).  @bytes: the plan without it.
+ */
+static const char *plan_meta(const unsigned char *area, size_t bytes)
+{
+	size_t at = meta_at(bytes);
+	const struct pbitmap_plan_meta *m = (const void *)(area + at);
+	const struct pbitmap_plan_meta_range *r = (const void *)(m + 1);
+	uint32_t nr = le32toh(m->nr);
+	uint64_t prev_end = 0, units = 0;
+
+	if (!all_zero(area + bytes, at - bytes))
+		return META ": the padding before it is not zero";
+	if (m->reserved)
+		return META ": reserved fields not zero";
+	if (all_zero(m->uuid, sizeof(m->uuid)))
+		return META ": the filesystem UUID is all zero";
+	if (!nr || nr > PBITMAP_PLAN_META_MAX_RANGES) {
+		snprintf(fault_msg, sizeof(fault_msg), "%s: %u ranges (1 to %u)", META, nr,
+			 PBITMAP_PLAN_META_MAX_RANGES);
+		return fault_msg;
+	}
+	for (uint32_t i = 0; i < nr; i++) {
+		const char *fault = plan_meta_range(&r[i], i, prev_end);
+
+		if (fault)
+			return fault;
+		prev_end = le64toh(r[i].start) + le32toh(r[i].nr);
+		units += le32toh(r[i].nr);
+	}
+	if (units > PBITMAP_PLAN_META_MAX_UNITS) {
+		snprintf(fault_msg, sizeof(fault_msg), "%s: %" PRIu64 " units (at most %u)", META,
+			 units, PBITMAP_PLAN_META_MAX_UNITS);
+		return fault_msg;
+	}
+	return NULL;
+}
+
 bool pb_plan_empty(const unsigned char *area, size_t size)
 {
 	return size < sizeof(struct pbitmap_plan) ||
@@ -124,7 +227,8 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 	const pbitmap_plan_order_t *order;
 	const char *names, *fault;
 	uint32_t nr_files, nr_steps, names_size, used;
-	bool has_order;
+	bool has_order, has_meta;
+	size_t bytes;
 
 	if (!size)
 		return NULL;
@@ -142,14 +246,18 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 	if (!all_zero((const void *)p->reserved, sizeof(p->reserved)))
 		return "plan: reserved fields not zero";
 	has_order = le16toh(p->flags) & PBITMAP_PLAN_F_ORDER;
+	has_meta = le16toh(p->flags) & PBITMAP_PLAN_F_META;
 	nr_files = le16toh(p->nr_files);
 	nr_steps = le32toh(p->nr_steps);
 	names_size = le32toh(p->names_size);
 	used = le32toh(p->used);
 	if (!nr_files || nr_files > PBITMAP_PLAN_MAX_FILES)
 		return "plan: number of files out of range";
-	if (used > size || used != plan_bytes(nr_files, nr_steps, names_size, has_order))
+	bytes = plan_bytes(nr_files, nr_steps, names_size, has_order);
+	if (used > size || (!has_meta && used != bytes))
 		return "plan: size does not match its tables";
+	if (has_meta && (fault = plan_meta_size(area, bytes, used)))
+		return fault;
 	if (!all_zero(area + used, size - used))
 		return "plan: bytes past its end not zero";
 	files = (const void *)(p + 1);
@@ -182,6 +290,8 @@ const char *pb_plan_check(const unsigned char *area, size_t size)
 	fault = plan_canonical(files, nr_files, steps, nr_steps);
 	if (!fault && has_order)
 		fault = plan_order(order, nr_steps);
+	if (!fault && has_meta)
+		fault = plan_meta(area, bytes);
 	return fault;
 }
 
@@ -191,6 +301,7 @@ void pb_plan_carry(struct pb_record *dst, const struct pb_record *src)
 	unsigned char *to = pb_plan_area(dst, &dsize);
 	const unsigned char *from = pb_plan_area(src, &ssize);
 
+	/* @used covers the order and metadata tables: they come along */
 	if (!dsize || pb_plan_empty(from, ssize) || pb_plan_check(from, ssize))
 		return;
 	if (le32toh(((const struct pbitmap_plan *)from)->used) <= dsize) {
@@ -272,6 +383,15 @@ int pb_plan_read(const unsigned char *area, size_t size, struct pb_plan_view *v)
 		v->names = (const char *)(v->order + v->nr_steps);
 	} else {
 		v->names = (const char *)(v->steps + v->nr_steps);
+	}
+	/* last, after the names: no offset above depends on it */
+	if (le16toh(p->flags) & PBITMAP_PLAN_F_META) {
+		size_t at = meta_at((size_t)(v->names - (const char *)area) +
+				    le32toh(p->names_size));
+
+		v->meta = (const void *)(area + at);
+		v->meta_ranges = (const void *)(v->meta + 1);
+		v->nr_meta = le32toh(v->meta->nr);
 	}
 	return 1;
 }

@@ -10,6 +10,8 @@
 # is too far to join.
 #   - without an order table, the daemon reads the runs in the steps' own
 #     order: A 0-4, A 200-201, B;
+#   - with a metadata table (kernel-patch/tests/craft-meta.py: a kernel's,
+#     which the daemon ignores), the same: A 0-4, A 200-201, B;
 #   - with the order table 3,1,2,0 (tests/lib/plan_order.py), by rank (a
 #     run's smallest position in the table), the first-needed first: B
 #     (rank 0), A 0-4 (rank 1: step 1's, though step 0 comes last), A
@@ -62,11 +64,13 @@ libc=$(ldd /bin/sleep | awk '/libc\.so/ { print $3 }')
 cp "$libc" A.so && head -c 10000 /dev/urandom >B || fail "cp"
 (($(stat -c %s A.so) > 202 * 4096)) || fail "libc is smaller than 202 pages"
 "$PBITMAP" add -q A.so && "$PBITMAP" set -q --pages 0-1,3-4,200-201 A.so || fail "cannot stamp A.so"
-for p in in-order by-table; do
+for p in in-order with-meta by-table; do
 	cp /bin/sleep "$p" || fail "cp"
 	"$PBITMAP" add -q --plan-size 4K "$p" && "$PBITMAP" plan "$p" A.so B || fail "cannot plan $p"
 done
 python3 "$TOP/tests/lib/plan_order.py" by-table 3,1,2,0 || fail "cannot add the order table"
+python3 "$TOP/kernel-patch/tests/craft-meta.py" with-meta --uuid 0123456789abcdef0123456789abcdef \
+	--range 100:8 --range 200:3:1 >/dev/null || fail "cannot add a metadata table"
 for p in self stale exec-only; do
 	cp /bin/sleep "$p" && "$PBITMAP" add -q --plan-size 4K "$p" &&
 		"$PBITMAP" set -q --pages 0-1 "$p" && "$PBITMAP" plan "$p" "$p" A.so B ||
@@ -79,8 +83,8 @@ ino=$(stat -c %i stale)
 cp --preserve=xattr stale stale.new && mv stale.new stale || fail "cannot replace stale"
 [[ $(stat -c %i stale) != "$ino" ]] || fail "stale's copy kept its inode"
 chmod 711 exec-only || fail "chmod exec-only"
-expect_status 0 "$PBITMAP" verify in-order by-table self stale exec-only
-programs=(in-order by-table self stale exec-only)
+expect_status 0 "$PBITMAP" verify in-order with-meta by-table self stale exec-only
+programs=(in-order with-meta by-table self stale exec-only)
 head -c $((4 << 20)) /dev/urandom >D && "$PBITMAP" add -q D && "$PBITMAP" set -q --pages 10-20 D &&
 	cp "$(command -v bash)" with-data && "$PBITMAP" add -q --plan-size 4K with-data &&
 	"$PBITMAP" plan with-data A.so D || fail "cannot stamp D and plan with-data"
@@ -155,6 +159,9 @@ want_read() {
 	grep -qxF "$2" <<<"$got" || fail "$1: want '$2', the processes read: $got"
 }
 want_read "without an order table" "A.so 0 20480;A.so 819200 8192;B 0 12288"
+# in-order's and with-meta's
+[[ $(grep -cxF "A.so 0 20480;A.so 819200 8192;B 0 12288" <<<"$got") == 2 ]] ||
+	fail "a plan with a metadata table: want its files read as without one, the processes read: $got"
 want_read "with the order table 3,1,2,0" "B 0 12288;A.so 0 20480;A.so 819200 8192"
 # "PID setresuid(U, U, U" and "PID pread64(FD</path>, ...": each
 # program's record read by a process that had taken a user first (the
@@ -179,7 +186,7 @@ missing = [p for p in programs if p not in seen]
 if bad or missing:
     sys.exit("records read with the daemon's privileges: %s; not read at all: %s" % (bad, missing))
 EOF
-pass "pbitmapd reads a plan's runs in the steps' order without a table, by the table's ranks with one"
+pass "pbitmapd reads a plan's runs in the steps' order without a table (a metadata table or not), by the table's ranks with one"
 pass "each program's record read as its exec'ing user (nobody for exec-only), not as the daemon"
 want_read "a plan listing its executable (its pages once, in order)" \
 	"B 0 12288;self 0 8192;A.so 0 20480;A.so 819200 8192"

@@ -36,7 +36,9 @@
 #     no table "the steps' own"), show --json an "order" array (null with
 #     none), a re-stamp carries it; a repeated index, an index past the
 #     last step and an unknown flag bit (with or without the table) are
-#     each refused by verify, exit 1, naming the entry or the bits;
+#     each refused by verify, exit 1, naming the entry or the bits; so is
+#     the metadata table's flag (2) without a table, as a size fault (the
+#     table itself: t-plan-meta);
 #   - usage errors exit 2.
 
 source "$(dirname "$0")/../lib.sh"
@@ -342,8 +344,10 @@ bad_order() {	# ORDER FLAGS MESSAGE
 bad_order 0,2,0 1 "order table is not a permutation of the steps: entry 2 names step 0 again"
 bad_order 1,3,0 1 "order table is not a permutation of the steps: entry 1 names step 3 (the plan has 3 steps)"
 bad_order 2,0,1 0x8001 "unknown flags 0x8000"
-bad_order "" 2 "unknown flags 0x2"
-pass "an order table with an index repeated, one past the steps, an unknown flag bit: verify exits 1 and says which"
+bad_order "" 4 "unknown flags 0x4"
+# flag 2, a metadata table (t-plan-meta), with none
+bad_order "" 2 "size does not match its tables"
+pass "an order table with an index repeated, one past the steps, an unknown flag bit, the metadata flag without its table: verify exits 1 and says which"
 
 expect_status 2 "$PBITMAP" plan "$d/prog"
 expect_status 2 "$PBITMAP" plan --clear "$d/prog" "$d/lib.so"

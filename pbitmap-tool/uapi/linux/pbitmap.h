@@ -196,9 +196,11 @@ struct pbitmap_marker {
  * The plan area is a struct pbitmap_plan, @nr_files struct
  * pbitmap_plan_file, @nr_steps struct pbitmap_plan_step, with
  * PBITMAP_PLAN_F_ORDER the order table (@nr_steps __le16), then
- * @names_size bytes of NUL-terminated paths; @used bytes in all, the rest
- * of the area zero.  An area of zeros is an empty plan.  The record's
- * checksum covers the plan.
+ * @names_size bytes of NUL-terminated paths, then with PBITMAP_PLAN_F_META
+ * zeros up to a multiple of 8 bytes and the metadata table (struct
+ * pbitmap_plan_meta and its ranges); @used bytes in all, the rest of the
+ * area zero.  An area of zeros is an empty plan.  The record's checksum
+ * covers the plan.
  *
  * The steps are canonical: sorted by file, then by start, a file's steps
  * disjoint (the form that bounds what an exec examines).  The order
@@ -215,12 +217,15 @@ struct pbitmap_marker {
 #define PBITMAP_PLAN_UNIT_SHIFT		12
 /* An order table follows the steps. */
 #define PBITMAP_PLAN_F_ORDER		(1U << 0)
-#define PBITMAP_PLAN_F_ALL		PBITMAP_PLAN_F_ORDER
+/* A metadata table follows the names. */
+#define PBITMAP_PLAN_F_META		(1U << 1)
+#define PBITMAP_PLAN_F_ALL		(PBITMAP_PLAN_F_ORDER | PBITMAP_PLAN_F_META)
 
 /**
  * struct pbitmap_plan - head of a start-up plan (32 bytes)
  * @magic: PBITMAP_PLAN_MAGIC
- * @used: bytes of the plan: this head, the files, the steps and the names
+ * @used: bytes of the plan: this head, the files, the steps, the order
+ *	table, the names and the metadata table with the zeros before it
  * @nr_files: entries of the file table, at most PBITMAP_PLAN_MAX_FILES
  * @flags: PBITMAP_PLAN_F_*
  * @nr_steps: ranges, canonical (sorted by file, then start)
@@ -282,5 +287,53 @@ struct pbitmap_plan_step {
  * steps and 16 bits index them all.
  */
 typedef __le16 pbitmap_plan_order_t;
+
+/*
+ * The metadata table of a plan with PBITMAP_PLAN_F_META: blocks of the
+ * device holding the executable's filesystem that the plan's look-ups
+ * read (directories, inodes, extent blocks), in units of 4 KiB
+ * (PBITMAP_PLAN_UNIT_SHIFT) from the device's start.  A kernel reads them
+ * in one batch before it looks the plan's files up, and only for an
+ * executable only root may have written (Documentation/mm/pbitmap.rst,
+ * "Metadata blocks").
+ */
+#define PBITMAP_PLAN_META_MAX_RANGES	512
+/* At most 16 MiB of blocks. */
+#define PBITMAP_PLAN_META_MAX_UNITS	4096
+/* Ranges end below 2^40 units (4 PiB). */
+#define PBITMAP_PLAN_META_END		(1ULL << 40)
+/* A range not looked up in this many more learned runs drops out. */
+#define PBITMAP_PLAN_META_KEEP		3
+
+/**
+ * struct pbitmap_plan_meta - head of a plan's metadata table (32 bytes)
+ * @dev: the device of the executable's filesystem, as
+ *	struct pbitmap_plan_file has it
+ * @nr: ranges that follow, 1 to PBITMAP_PLAN_META_MAX_RANGES
+ * @uuid: that filesystem's UUID, not all zero: a table made for another
+ *	filesystem on the same device number is not used
+ * @reserved: zero
+ */
+struct pbitmap_plan_meta {
+	__le32	dev;
+	__le32	nr;
+	__u8	uuid[16];
+	__le64	reserved;
+};
+
+/**
+ * struct pbitmap_plan_meta_range - blocks of the device (16 bytes)
+ * @start: first 4 KiB unit; ranges ascend and are disjoint
+ * @nr: units, at least 1; PBITMAP_PLAN_META_MAX_UNITS in all the ranges
+ * @age: learned runs since one last looked a block of it up, at most
+ *	PBITMAP_PLAN_META_KEEP
+ * @reserved: zero
+ */
+struct pbitmap_plan_meta_range {
+	__le64	start;
+	__le32	nr;
+	__u8	age;
+	__u8	reserved[3];
+};
 
 #endif /* _UAPI_LINUX_PBITMAP_H */
