@@ -503,7 +503,14 @@ diff <(sed -nE 's/^pbitmap: (\/.*): (no bitmap|[0-9]+ extents, [0-9]+ bytes)$/\1
 pass "run: a library found only through ld.so.cache, its glibc-hwcaps entry preferred, as ld.so"
 
 # The launcher (pbitmap-run, or RUN_LAUNCHER RUN_VERB) and the verb the man
-# page shows, `pbitmap run`, measured side by side, interleaved.
+# page shows, `pbitmap run`, measured side by side, interleaved.  The two
+# binaries touch the same code at start-up (with read-ahead off, 122 and
+# 125 pages of themselves), but lie differently across the device's
+# read-around windows, which decides one request either way: 5968b5a's
+# builds made 88 (launcher) and 87 (run), the next change's 87 and 88,
+# with the same pages touched.  So `run` may make one request more than the
+# launcher.  A link in name order, without the Makefile's TOOL_FIRST
+# grouping, still fails: 89 against the launcher's 87 (2026-12-06).
 launch=(/usr/bin/launcher ${RUN_VERB:-})
 verb=(/usr/bin/pbitmap run)
 for cmd in "${launch[*]}" "${verb[*]}"; do
@@ -527,6 +534,6 @@ mv=$(median "${verbed[@]}")
 note "cold read requests of prog (6 libraries): direct ${direct[*]} (median $md);" \
      "${launch[*]} ${launched[*]} (median $ml); ${verb[*]} ${verbed[*]} (median $mv)"
 ((ml <= md)) || fail "the launcher made more read requests than a direct start: $ml > $md"
-((mv <= ml)) || fail "pbitmap run made more read requests than the launcher: $mv > $ml" \
+((mv <= ml + 1)) || fail "pbitmap run made more than one read request more than the launcher: $mv > $ml + 1" \
 	"(is build/pbitmap static, and linked with run's modules and libraries first? see the Makefile)"
 pass "cold start: median $mv read requests through pbitmap run, $ml through the launcher, direct $md"
