@@ -236,12 +236,19 @@ rm -f opened.flag done.flag
 sh -c 'echo $$ >"$1/cgroup.procs" && exec python3 -c "
 import os, sys, time
 g, f, room = sys.argv[1], sys.argv[2], 2 << 20
-cur = int(open(g + \"/memory.current\").read())
-with open(g + \"/memory.high\", \"w\") as h:
-    h.write(str(cur + room))
-if int(open(g + \"/memory.high\").read()) != cur + room:
-    sys.exit(\"memory.high not set\")
-print(cur + room - int(open(g + \"/memory.current\").read()), flush=True)
+# The first faults of the opener (its code, evicted by the drop) are
+# charged after memory.current is read: set the limit again until the
+# room stays (a CI run saw 408 KiB of 2 MiB left).
+for _ in range(5):
+    cur = int(open(g + \"/memory.current\").read())
+    with open(g + \"/memory.high\", \"w\") as h:
+        h.write(str(cur + room))
+    if int(open(g + \"/memory.high\").read()) != cur + room:
+        sys.exit(\"memory.high not set\")
+    left = cur + room - int(open(g + \"/memory.current\").read())
+    if left > room * 3 // 4:
+        break
+print(left, flush=True)
 open(f).close()
 open(\"opened.flag\", \"w\").close()
 for _ in range(300):
