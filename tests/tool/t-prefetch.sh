@@ -504,11 +504,11 @@ pass "run: a library found only through ld.so.cache, its glibc-hwcaps entry pref
 
 # The launcher (pbitmap-run, or RUN_LAUNCHER RUN_VERB) and the verb the man
 # page shows, `pbitmap run`, measured side by side, interleaved.  The two
-# binaries touch the same code at start-up (with read-ahead off, 122 and
-# 125 pages of themselves), but lie differently across the device's
-# read-around windows, which decides one request either way: 5968b5a's
-# builds made 88 (launcher) and 87 (run), the next change's 87 and 88,
-# with the same pages touched.  So `run` may make one request more than the
+# binaries touch nearly as many pages of themselves at start-up (with
+# read-ahead off, 122 and 125), laid out alike but falling differently
+# across the device's read-around windows, which decides one request
+# either way: 5968b5a's builds made 88 (launcher) and 87 (run), the next
+# change's 87 and 88, with the pages touched shifted by a few.  So `run` may make one request more than the
 # launcher.  A link in name order, without the Makefile's TOOL_FIRST
 # grouping, still fails: 89 against the launcher's 87 (2026-12-06).
 launch=(/usr/bin/launcher ${RUN_VERB:-})
