@@ -287,6 +287,8 @@ TRACEFS=/sys/kernel/tracing RQ_EVENTS="block_bio_queue block_rq_issue"
 need_tracefs() {	# WHO: tracefs mounted, or die saying who needed it
 	[ -d $TRACEFS/events ] || mount -t tracefs nodev $TRACEFS || die "$1: no tracefs at $TRACEFS"
 }
+# RQ_STACK=1 adds block:block_getrq with each new request's kernel stack.
+[ "${RQ_STACK:-0}" != 1 ] || RQ_EVENTS="$RQ_EVENTS block_getrq"
 if [ "${RQ_TRACE:-0}" = 1 ]; then
 	need_tracefs RQ_TRACE=1
 	IFS=: read -r dev_major dev_minor </sys/block/$DEV/dev
@@ -294,6 +296,8 @@ if [ "${RQ_TRACE:-0}" = 1 ]; then
 		[ -d $TRACEFS/events/block/$ev ] || die "RQ_TRACE=1: no block:$ev event"
 		echo "dev == $(((dev_major << 20) | dev_minor))" >$TRACEFS/events/block/$ev/filter
 	done
+	[ "${RQ_STACK:-0}" != 1 ] || echo stacktrace >$TRACEFS/events/block/block_getrq/trigger ||
+		die "RQ_STACK=1: no stacktrace trigger on block:block_getrq"
 	echo 8192 >$TRACEFS/buffer_size_kb
 	mkdir -p "$OUT/rq-trace"
 fi

@@ -63,6 +63,9 @@
 #   RQ_TRACE    1: each timed run's block events on the bench disk (bios
 #               queued, by task; requests issued), OUTDIR/DISK/rq-trace/,
 #               summed by kernel-patch/bench/rq-by-task.py
+#   RQ_STACK    1 (with RQ_TRACE=1): also each new request's kernel stack
+#               (block:block_getrq with a stacktrace trigger), to tell
+#               apart what made the requests one system call made
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
 # OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/blockstats.txt
@@ -290,6 +293,7 @@ for disk in $DISK; do
 	DAEMON_FAULT_AROUND=${DAEMON_FAULT_AROUND:-}
 	SSD_READ_AHEAD_KB=${SSD_READ_AHEAD_KB:-}
 	RQ_TRACE=${RQ_TRACE:-0}
+	RQ_STACK=${RQ_STACK:-0}
 	EOF
 	# A fresh copy of the guest image is the bench disk: the job stamps and
 	# learns in it.  Not a QEMU snapshot: with one, rewritten blocks would be
