@@ -296,7 +296,9 @@ if [ "${RQ_TRACE:-0}" = 1 ]; then
 		[ -d $TRACEFS/events/block/$ev ] || die "RQ_TRACE=1: no block:$ev event"
 		echo "dev == $(((dev_major << 20) | dev_minor))" >$TRACEFS/events/block/$ev/filter
 	done
-	[ "${RQ_STACK:-0}" != 1 ] || echo stacktrace >$TRACEFS/events/block/block_getrq/trigger ||
+	# A trigger is run on events its event's filter drops: it takes the filter too.
+	[ "${RQ_STACK:-0}" != 1 ] ||
+		echo "stacktrace if dev == $(((dev_major << 20) | dev_minor))" >$TRACEFS/events/block/block_getrq/trigger ||
 		die "RQ_STACK=1: no stacktrace trigger on block:block_getrq"
 	echo 8192 >$TRACEFS/buffer_size_kb
 	mkdir -p "$OUT/rq-trace"

@@ -65,7 +65,8 @@
 #               summed by kernel-patch/bench/rq-by-task.py
 #   RQ_STACK    1 (with RQ_TRACE=1): also each new request's kernel stack
 #               (block:block_getrq with a stacktrace trigger), to tell
-#               apart what made the requests one system call made
+#               apart what made the requests one system call made;
+#               summed by cause by kernel-patch/bench/rq-stacks.py
 # KERNEL, KBUILD, IMAGE as for kernel-patch/scripts/vm.  Writes
 # OUTDIR/results.csv (every run of every disk), OUTDIR/exec.csv,
 # OUTDIR/DISK/ (each boot's set-up report and console), OUTDIR/blockstats.txt
