@@ -53,33 +53,23 @@ def parse(path):
     the event's filter got a stack for every disk's (tracefs runs a
     trigger without its own filter on events the event filter drops).
     """
-    stacks, cur, last_getrq, in_stack = [], None, False, False
+    stacks, cur, pending = [], None, False   # pending: an event awaits its stack
     with open(path, encoding="utf-8", errors="replace") as f:
         for line in f:
             frame = FRAME.match(line)
             if frame:
-                if in_stack and cur is not None:
+                if cur is not None:
                     cur.append(frame[1])
                 continue
-            in_stack = False
-            if "<stack trace>" in line:
-                in_stack, cur = True, ([] if last_getrq else None)
-                if cur is not None:
-                    stacks.append(cur)
-                last_getrq = False
-            elif "block_getrq:" in line:
-                if last_getrq:
-                    stacks.append([])
-                last_getrq = True
-            elif not line.startswith("#") and line.strip():
-                if last_getrq:
-                    stacks.append([])
-                last_getrq = False
-    if last_getrq:
-        stacks.append([])
-    for i, s in enumerate(stacks):
-        if not s:
-            raise ValueError(f"block_getrq event {i + 1} has no stack (made without RQ_STACK=1?)")
+            if pending and "<stack trace>" not in line and line.strip() and not line.startswith("#"):
+                raise ValueError(f"block_getrq event {len(stacks) + 1} has no stack "
+                                 "(made without RQ_STACK=1?)")
+            cur = [] if pending and "<stack trace>" in line else None
+            if cur is not None:
+                stacks.append(cur)
+            pending = "block_getrq:" in line
+    if pending:
+        raise ValueError(f"block_getrq event {len(stacks) + 1} has no stack (made without RQ_STACK=1?)")
     return stacks
 
 
