@@ -24,3 +24,35 @@ inode_blocks() {
 	debugfs -c -f "$cmd" "$dev" 2>/dev/null | awk '/located at block/ { sub(",", "", $4); print $4 }'
 	rm -f "$cmd"
 }
+
+# meta_table_setup DIR: the kernel metadata-table tests' ground, DIR's
+# filesystem: ext4 with 4 KiB blocks (a table counts 4 KiB units), its
+# disk's read requests readable.  Sets SRC (the filesystem's device), DISK
+# and ROT (its rotational flag, set to 1: vm.pbitmap_plan_meta -1 reads a
+# table on a rotational disk only), turns pbitmap on, and restores both
+# and vm.pbitmap_plan_meta at exit (meta_table_restore(), the EXIT
+# trap).  Needs the caller's fail().
+meta_table_setup() {
+	local w=$1
+	SRC=$(findmnt -no SOURCE --target "$w")
+	[ "$(findmnt -no FSTYPE --target "$w")" = ext4 ] || fail "$w is not on ext4: the table is made for ext4"
+	[ "$(stat -f -c %S "$w")" = 4096 ] ||
+		fail "$w's filesystem has $(stat -f -c %S "$w")-byte blocks: a table counts 4 KiB units"
+	DISK=$(lsblk -no PKNAME "$SRC" 2>/dev/null || true)
+	[ -n "$DISK" ] || DISK=$(basename "$SRC")
+	ROT=/sys/block/$DISK/queue/rotational
+	[ -r "/sys/block/$DISK/stat" ] && [ -w "$ROT" ] || fail "no /sys/block/$DISK/stat or $ROT"
+	saved="$(cat /proc/sys/vm/pbitmap_enabled) $(cat /proc/sys/vm/pbitmap_plan_meta) $(cat "$ROT")"
+	trap meta_table_restore EXIT
+	echo 1 >/proc/sys/vm/pbitmap_enabled
+	echo 1 >"$ROT"
+}
+
+# meta_table_restore: what meta_table_setup changed, as it found it.
+meta_table_restore() {
+	local e m r
+	read -r e m r <<<"$saved"
+	echo "$e" >/proc/sys/vm/pbitmap_enabled
+	echo "$m" >/proc/sys/vm/pbitmap_plan_meta
+	echo "$r" >"$ROT"
+}

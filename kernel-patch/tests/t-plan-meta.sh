@@ -40,24 +40,7 @@ rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
 for t in filefrag debugfs busybox; do
 	command -v $t >/dev/null || fail "$t is not installed"
 done
-SRC=$(findmnt -no SOURCE --target "$W")
-[ "$(findmnt -no FSTYPE --target "$W")" = ext4 ] || fail "$W is not on ext4: the table is made for ext4"
-[ "$(stat -f -c %S "$W")" = 4096 ] ||
-	fail "$W's filesystem has $(stat -f -c %S "$W")-byte blocks: a table counts 4 KiB units"
-DISK=$(lsblk -no PKNAME "$SRC" 2>/dev/null || true)
-[ -n "$DISK" ] || DISK=$(basename "$SRC")
-ROT=/sys/block/$DISK/queue/rotational
-[ -r "/sys/block/$DISK/stat" ] && [ -w "$ROT" ] || fail "no /sys/block/$DISK/stat or $ROT"
-saved="$(cat /proc/sys/vm/pbitmap_enabled) $(cat /proc/sys/vm/pbitmap_plan_meta) $(cat "$ROT")"
-restore() {
-	read -r e m r <<<"$saved"
-	echo "$e" >/proc/sys/vm/pbitmap_enabled
-	echo "$m" >/proc/sys/vm/pbitmap_plan_meta
-	echo "$r" >"$ROT"
-}
-trap restore EXIT
-echo 1 >/proc/sys/vm/pbitmap_enabled
-echo 1 >"$ROT"
+meta_table_setup "$W"
 
 # ---- the program, its plan and its table ----------------------------------------
 cp "$(command -v busybox)" prog
@@ -160,7 +143,7 @@ pbitmap add -q --plan-size 16K reader || fail "cannot stamp the reader"
 files=("$W"/tree/d*/f)
 vm=/proc/sys/vm
 learn_was="$(cat $vm/pbitmap_learn) $(cat $vm/pbitmap_learn_interval_s) $(cat $vm/pbitmap_learn_window_ms)"
-trap 'read -r a b c <<<"$learn_was"; echo "$a" >$vm/pbitmap_learn; echo "$b" >$vm/pbitmap_learn_interval_s; echo "$c" >$vm/pbitmap_learn_window_ms; restore' EXIT
+trap 'read -r a b c <<<"$learn_was"; echo "$a" >$vm/pbitmap_learn; echo "$b" >$vm/pbitmap_learn_interval_s; echo "$c" >$vm/pbitmap_learn_window_ms; meta_table_restore' EXIT
 echo 1 >$vm/pbitmap_learn
 echo 0 >$vm/pbitmap_learn_interval_s
 echo 10000 >$vm/pbitmap_learn_window_ms

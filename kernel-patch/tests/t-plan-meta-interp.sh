@@ -1,0 +1,168 @@
+#!/bin/bash
+# Guest test: a plan's metadata table is read before exec looks its
+# interpreter up (0028), and not when the exec may turn out secure.
+#
+# A copy of true(1), owned by root, whose PT_INTERP names a copy of ld.so
+# at the end of five fresh directories (/var/tmp/pmi/a/b/c/d/e/l), with a
+# plan of one file outside them and a metadata table of exactly the
+# blocks the interpreter's look-up reads: those directories' blocks and
+# the inode-table blocks of them and of ld.so (metalib.sh).  exec looks
+# the interpreter up before it maps the executable, where 0024 read the
+# table; the plan's own look-up passes none of those directories.
+#
+#   - After a drop, three cold execs with vm.pbitmap_plan_meta=1 make fewer
+#     read requests than three with 0, alternated: the look-up found its
+#     blocks in flight.  Read where 0024 read it, after the look-up, the
+#     table would find them cached and save nothing.
+#   - Run by nobody, a set-user-ID copy, a set-group-ID copy and a copy
+#     with a file capability are secure execs: exec follows no plan
+#     (pbitmap_plan_skip_secure) and reads no page of the table, though
+#     that is decided only after the interpreter's look-up.  The same copy
+#     without those bits, run by nobody, has its table read.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+W=/var/tmp/pmi
+CRAFT=(python3 "$HERE/craft-meta.py")
+fail() { echo "FAIL: $*"; exit 1; }
+# shellcheck source=kernel-patch/tests/vmstatlib.sh
+. "$HERE/vmstatlib.sh"
+# shellcheck source=kernel-patch/tests/metalib.sh
+. "$HERE/metalib.sh"
+for t in filefrag debugfs setpriv; do
+	command -v $t >/dev/null || fail "$t is not installed"
+done
+rm -rf "$W" && mkdir -p "$W" && chmod 755 "$W" && cd "$W"
+meta_table_setup "$W"
+
+# ---- the interpreter, the program, its plan and its table --------------------------
+INTERP=$W/a/b/c/d/e/l
+mkdir -p "$(dirname "$INTERP")"
+cp /lib64/ld-linux-x86-64.so.2 "$INTERP"
+cp /usr/bin/true prog
+# The new path over the old one in PT_INTERP's bytes, NUL-padded: exec
+# reads the path as a C string of at most the segment's size.
+python3 - prog "$INTERP" <<'EOF' || fail "cannot point prog's PT_INTERP at $INTERP"
+import struct, sys
+path, interp = sys.argv[1], sys.argv[2].encode()
+img = bytearray(open(path, "rb").read())
+phoff, = struct.unpack_from("<Q", img, 0x20)
+phentsize, phnum = struct.unpack_from("<HH", img, 0x36)
+for i in range(phnum):
+    at = phoff + i * phentsize
+    ptype, = struct.unpack_from("<I", img, at)
+    if ptype != 3:		# PT_INTERP
+        continue
+    off, = struct.unpack_from("<Q", img, at + 8)
+    size, = struct.unpack_from("<Q", img, at + 32)
+    if len(interp) + 1 > size:
+        sys.exit("PT_INTERP holds %d bytes, the path needs %d" % (size, len(interp) + 1))
+    img[off:off + size] = interp.ljust(size, b"\0")
+    open(path, "wb").write(img)
+    sys.exit(0)
+sys.exit("no PT_INTERP")
+EOF
+./prog || fail "prog with its interpreter at $INTERP does not run"
+head -c 4096 /dev/urandom >planned1
+head -c 4096 /dev/urandom >planned2
+pbitmap add -q --plan-size 16K prog || fail "cannot stamp prog with a plan area"
+# two files (craft-meta.py wants a plan as pbitmap plan writes it, of two)
+pbitmap plan prog "$W/planned1" "$W/planned2" || fail "pbitmap plan"
+sync
+dirs=("$W/a" "$W/a/b" "$W/a/b/c" "$W/a/b/c/d" "$W/a/b/c/d/e")
+{ dir_blocks "${dirs[@]}"; inode_blocks "$SRC" "${dirs[@]}" "$INTERP"; } | sort -n -u >units.txt
+units=$(wc -l <units.txt)
+[ "$units" -ge 6 ] || fail "only $units metadata blocks found on the interpreter's path: wanted at least 6"
+mapfile -t ranges < <(awk 'NR > 1 && $1 != prev + 1 { print start ":" prev - start + 1; start = $1 }
+	NR == 1 { start = $1 } { prev = $1 } END { print start ":" prev - start + 1 }' units.txt)
+DEV=$(stat -c %Hd:%Ld prog)
+UUID=$(findmnt -no UUID --target "$W")
+[ -n "$UUID" ] || fail "no UUID for $W's filesystem"
+"${CRAFT[@]}" prog --dev "$DEV" --uuid "$UUID" "${ranges[@]/#/--range=}" >/dev/null ||
+	fail "craft-meta.py prog"
+echo "table: $units blocks of the interpreter's look-up in ${#ranges[@]} ranges on $DEV ($UUID)"
+# The new directories' blocks stay dirty in the journal until it is
+# checkpointed, and a drop keeps dirty buffers: freezing the filesystem
+# checkpoints it, after which a drop evicts them.
+command -v fsfreeze >/dev/null || fail "fsfreeze is not installed"
+MNT=$(findmnt -no TARGET --target "$W")
+sync
+fsfreeze -f "$MNT" || fail "cannot freeze $MNT"
+fsfreeze -u "$MNT" || fail "cannot thaw $MNT"
+
+KEYS=(pbitmap_plan_exec pbitmap_plan_meta_pages pbitmap_plan_skip_secure pbitmap_repeat
+      pbitmap_plan_meta_skip_{owner,stale,gap} pbitmap_no_budget pbitmap_cache_{miss,hit})
+declare -A S0 S1 D
+REQS=0
+# cold_exec PROG [AS]: D, the counters' change over a cold exec of PROG
+# (as AS if given); REQS, the disk's read requests meanwhile
+cold_exec() {
+	local r0 r1
+	sleep 1.1	# past the plan's repeat window of the exec before
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	read -r r0 _ <"/sys/block/$DISK/stat"
+	vmstat_snap S0 "${KEYS[@]}"
+	if [ -n "${2:-}" ]; then
+		setpriv --reuid="$(id -u "$2")" --regid="$(id -g "$2")" --clear-groups \
+			--inh-caps=-all "$W/$1" || fail "$1 run as $2 failed"
+	else
+		"$W/$1" || fail "$1 failed"
+	fi
+	vmstat_snap S1 "${KEYS[@]}"
+	read -r r1 _ <"/sys/block/$DISK/stat"
+	vmstat_diff D S0 S1
+	REQS=$((r1 - r0))
+	SEEN=
+	for k in "${KEYS[@]}"; do SEEN+=" ${k#pbitmap_} ${D[$k]}"; done
+}
+for k in "${KEYS[@]}"; do
+	[ -n "$(grep "^$k " /proc/vmstat)" ] || fail "no counter $k in /proc/vmstat"
+done
+
+# ---- before the interpreter's look-up -----------------------------------------------
+T=/sys/kernel/tracing
+[ -d $T/events/pbitmap ] || fail "no pbitmap events in $T"
+with=0 without=0
+for round in 1 2 3; do
+	echo 1 >/proc/sys/vm/pbitmap_plan_meta
+	: >$T/trace
+	echo 1 >$T/events/pbitmap/enable
+	cold_exec prog
+	echo 0 >$T/events/pbitmap/enable
+	[ "${D[pbitmap_plan_exec]}" = 1 ] && [ "${D[pbitmap_plan_meta_pages]}" -gt 0 ] ||
+		{ grep -v '^#' $T/trace | cut -c1-300; false; } ||
+		fail "vm.pbitmap_plan_meta=1: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 and some (counters:$SEEN)"
+	with=$((with + REQS))
+	echo 0 >/proc/sys/vm/pbitmap_plan_meta
+	cold_exec prog
+	[ "${D[pbitmap_plan_exec]} ${D[pbitmap_plan_meta_pages]}" = "1 0" ] ||
+		fail "vm.pbitmap_plan_meta=0: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 0"
+	without=$((without + REQS))
+	echo "round $round: $with read requests with the table so far, $without without"
+done
+[ "$with" -lt "$without" ] ||
+	fail "three cold execs made $with read requests with the table read, $without without: the interpreter's look-up did not find its blocks in flight"
+echo "before the interpreter's look-up: $with read requests in three cold execs, $without without"
+
+# ---- secure execs ---------------------------------------------------------------------
+echo 1 >/proc/sys/vm/pbitmap_plan_meta
+cp -a prog plain
+cp -a prog setuid && chmod 4755 setuid
+cp -a prog setgid && chmod 2755 setgid
+# cap_net_raw permitted, as setcap(8) writes it (VFS_CAP_REVISION_2; the
+# guest has no libcap2-bin)
+cp -a prog capped
+python3 -c 'import os, struct; os.setxattr("capped", "security.capability",
+	struct.pack("<5I", 0x02000000, 1 << 13, 0, 0, 0))' || fail "cannot give capped a file capability"
+for c in plain setuid setgid capped; do
+	cold_exec "$c" nobody
+	if [ "$c" = plain ]; then
+		[ "${D[pbitmap_plan_exec]}" = 1 ] && [ "${D[pbitmap_plan_meta_pages]}" -gt 0 ] ||
+			fail "plain run by nobody: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 and some"
+	else
+		[ "${D[pbitmap_plan_skip_secure]} ${D[pbitmap_plan_exec]} ${D[pbitmap_plan_meta_pages]}" = "1 0 0" ] ||
+			fail "$c run by nobody: skip_secure ${D[pbitmap_plan_skip_secure]}, plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 0 0"
+	fi
+	echo "ok: $c run by nobody: meta_pages ${D[pbitmap_plan_meta_pages]}, skip_secure ${D[pbitmap_plan_skip_secure]}"
+done
+echo "PASS: a plan's metadata table read before the interpreter's look-up on $(uname -r)"
