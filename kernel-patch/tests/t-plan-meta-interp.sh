@@ -1,6 +1,6 @@
 #!/bin/bash
 # Guest test: a plan's metadata table is read before exec looks its
-# interpreter up (0028), and not when the exec may turn out secure.
+# interpreter up (0026), and not when the exec may turn out secure.
 #
 # A copy of true(1), owned by root, whose PT_INTERP names a copy of ld.so
 # at the end of five fresh directories (/var/tmp/pmi/a/b/c/d/e/l), with a
