@@ -4,11 +4,11 @@
 #
 # A copy of true(1), owned by root, whose PT_INTERP names a copy of ld.so
 # at the end of five fresh directories (/var/tmp/pmi/a/b/c/d/e/l), with a
-# plan of one file outside them and a metadata table of exactly the
+# plan of two files outside them and a metadata table of exactly the
 # blocks the interpreter's look-up reads: those directories' blocks and
 # the inode-table blocks of them and of ld.so (metalib.sh).  exec looks
 # the interpreter up before it maps the executable, where 0024 read the
-# table; the plan's own look-up passes none of those directories.
+# table; the plan's own look-ups pass none of those directories.
 #
 #   - After a drop, three cold execs with vm.pbitmap_plan_meta=1 make fewer
 #     read requests than three with 0, alternated: the look-up found its
