@@ -56,3 +56,29 @@ meta_table_restore() {
 	echo "$m" >/proc/sys/vm/pbitmap_plan_meta
 	echo "$r" >"$ROT"
 }
+
+# meta_rounds PROG: three rounds, each a cold exec of PROG with
+# vm.pbitmap_plan_meta=1, then one with 0, by the caller's cold_exec
+# (which sets D, the counters' change, and REQS, the read requests).  Each
+# exec must follow the plan; with 1 it must read pages of the table, with
+# 0 none.  On a failure, the caller's meta_detail, if defined, adds to the
+# message.  Sets WITH and WITHOUT: the read requests of each three.
+meta_rounds() {
+	local prog=$1 round detail
+	WITH=0 WITHOUT=0
+	for round in 1 2 3; do
+		echo 1 >/proc/sys/vm/pbitmap_plan_meta
+		cold_exec "$prog"
+		if [ "${D[pbitmap_plan_exec]}" != 1 ] || [ "${D[pbitmap_plan_meta_pages]}" -le 0 ]; then
+			detail=$(declare -F meta_detail >/dev/null && meta_detail)
+			fail "vm.pbitmap_plan_meta=1: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 and some${detail:+ ($detail)}"
+		fi
+		WITH=$((WITH + REQS))
+		echo 0 >/proc/sys/vm/pbitmap_plan_meta
+		cold_exec "$prog"
+		[ "${D[pbitmap_plan_exec]} ${D[pbitmap_plan_meta_pages]}" = "1 0" ] ||
+			fail "vm.pbitmap_plan_meta=0: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 0"
+		WITHOUT=$((WITHOUT + REQS))
+		echo "round $round: $WITH read requests with the table so far, $WITHOUT without"
+	done
+}

@@ -111,7 +111,10 @@ cold_exec() {
 		setpriv --reuid="$(id -u "$2")" --regid="$(id -g "$2")" --clear-groups \
 			--inh-caps=-all "$W/$1" || fail "$1 run as $2 failed"
 	else
+		: >$T/trace
+		echo 1 >$T/events/pbitmap/enable
 		"$W/$1" || fail "$1 failed"
+		echo 0 >$T/events/pbitmap/enable
 	fi
 	vmstat_snap S1 "${KEYS[@]}"
 	read -r r1 _ <"/sys/block/$DISK/stat"
@@ -127,25 +130,12 @@ done
 # ---- before the interpreter's look-up -----------------------------------------------
 T=/sys/kernel/tracing
 [ -d $T/events/pbitmap ] || fail "no pbitmap events in $T"
-with=0 without=0
-for round in 1 2 3; do
-	echo 1 >/proc/sys/vm/pbitmap_plan_meta
-	: >$T/trace
-	echo 1 >$T/events/pbitmap/enable
-	cold_exec prog
-	echo 0 >$T/events/pbitmap/enable
-	[ "${D[pbitmap_plan_exec]}" = 1 ] && [ "${D[pbitmap_plan_meta_pages]}" -gt 0 ] ||
-		{ grep -v '^#' $T/trace | cut -c1-300; false; } ||
-		fail "vm.pbitmap_plan_meta=1: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 and some (counters:$SEEN)"
-	with=$((with + REQS))
-	echo 0 >/proc/sys/vm/pbitmap_plan_meta
-	cold_exec prog
-	[ "${D[pbitmap_plan_exec]} ${D[pbitmap_plan_meta_pages]}" = "1 0" ] ||
-		fail "vm.pbitmap_plan_meta=0: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 0"
-	without=$((without + REQS))
-	echo "round $round: $with read requests with the table so far, $without without"
-done
-echo "before the interpreter's look-up: $with read requests in three cold execs, $without without"
+# the pbitmap tracepoints of the last exec and its counters, on a failure
+meta_detail() {
+	echo "counters:$SEEN; trace: $(grep -v '^#' $T/trace | cut -c1-300 | tr '\n' ' ')"
+}
+meta_rounds prog
+echo "before the interpreter's look-up: $WITH read requests in three cold execs, $WITHOUT without"
 
 # ---- secure execs ---------------------------------------------------------------------
 echo 1 >/proc/sys/vm/pbitmap_plan_meta

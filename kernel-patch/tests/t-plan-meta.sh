@@ -100,24 +100,10 @@ for k in "${KEYS[@]}"; do
 	[ -n "$(grep "^$k " /proc/vmstat)" ] || fail "no counter $k in /proc/vmstat"
 done
 
-with=0 without=0
-for round in 1 2 3; do
-	echo 1 >/proc/sys/vm/pbitmap_plan_meta
-	cold_exec meta
-	[ "${D[pbitmap_plan_exec]}" = 1 ] || fail "vm.pbitmap_plan_meta=1: the plan was not followed"
-	[ "${D[pbitmap_plan_meta_pages]}" -gt 0 ] ||
-		fail "vm.pbitmap_plan_meta=1: no page of the table read"
-	with=$((with + REQS))
-	echo 0 >/proc/sys/vm/pbitmap_plan_meta
-	cold_exec meta
-	[ "${D[pbitmap_plan_exec]} ${D[pbitmap_plan_meta_pages]}" = "1 0" ] ||
-		fail "vm.pbitmap_plan_meta=0: plan_exec ${D[pbitmap_plan_exec]}, meta_pages ${D[pbitmap_plan_meta_pages]}; want 1 0"
-	without=$((without + REQS))
-	echo "round $round: the exec made $with read requests with the table so far, $without without"
-done
-[ "$with" -lt "$without" ] ||
-	fail "three cold execs made $with read requests with the table read, $without without: want fewer"
-echo "the table read: $with read requests in three cold execs, $without without"
+meta_rounds meta
+[ "$WITH" -lt "$WITHOUT" ] ||
+	fail "three cold execs made $WITH read requests with the table read, $WITHOUT without: want fewer"
+echo "the table read: $WITH read requests in three cold execs, $WITHOUT without"
 
 # -1, the default, on a disk that says it is not rotational: no table read
 echo -1 >/proc/sys/vm/pbitmap_plan_meta
