@@ -25,6 +25,13 @@ inode_blocks() {
 	rm -f "$cmd"
 }
 
+# meta_ranges FILE: FILE's units (sorted, each once, one a line) as the
+# START:NR ranges craft-meta.py takes, one a line.
+meta_ranges() {
+	awk 'NR > 1 && $1 != prev + 1 { print start ":" prev - start + 1; start = $1 }
+		NR == 1 { start = $1 } { prev = $1 } END { print start ":" prev - start + 1 }' "$1"
+}
+
 # meta_table_setup DIR: the kernel metadata-table tests' ground, DIR's
 # filesystem: ext4 with 4 KiB blocks (a table counts 4 KiB units), its
 # disk's read requests readable.  Sets SRC (the filesystem's device), DISK

@@ -77,8 +77,7 @@ dirs=("$W/a" "$W/a/b" "$W/a/b/c" "$W/a/b/c/d" "$W/a/b/c/d/e")
 { dir_blocks "${dirs[@]}"; inode_blocks "$SRC" "${dirs[@]}" "$INTERP"; } | sort -n -u >units.txt
 units=$(wc -l <units.txt)
 [ "$units" -ge 6 ] || fail "only $units metadata blocks found on the interpreter's path: wanted at least 6"
-mapfile -t ranges < <(awk 'NR > 1 && $1 != prev + 1 { print start ":" prev - start + 1; start = $1 }
-	NR == 1 { start = $1 } { prev = $1 } END { print start ":" prev - start + 1 }' units.txt)
+mapfile -t ranges < <(meta_ranges units.txt)
 DEV=$(stat -c %Hd:%Ld prog)
 UUID=$(findmnt -no UUID --target "$W")
 [ -n "$UUID" ] || fail "no UUID for $W's filesystem"

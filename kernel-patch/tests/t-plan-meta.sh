@@ -55,8 +55,7 @@ dirs=(/ /var /var/tmp "$W" "$W/tree" "$W"/tree/d*)
 { dir_blocks "${dirs[@]}"; inode_blocks "$SRC" "${dirs[@]}" "$W"/tree/d*/f; } | sort -n -u >units.txt
 units=$(wc -l <units.txt)
 [ "$units" -ge 30 ] || fail "only $units metadata blocks found on the plan's paths: wanted at least 30"
-mapfile -t ranges < <(awk 'NR > 1 && $1 != prev + 1 { print start ":" prev - start + 1; start = $1 }
-	NR == 1 { start = $1 } { prev = $1 } END { print start ":" prev - start + 1 }' units.txt)
+mapfile -t ranges < <(meta_ranges units.txt)
 DEV=$(stat -c %Hd:%Ld prog)
 UUID=$(findmnt -no UUID --target "$W")
 [ -n "$UUID" ] || fail "no UUID for $W's filesystem"
