@@ -11,8 +11,11 @@
 #   - A opened: read (its reader busy 400 ms);
 #   - B opened at once: skipped, skip_busy;
 #   - A's reader done, B opened again, well within 2 s: read;
-#   - after SIGTERM: data_prefetched 2, skip_busy at least 1, skip_recent 0,
-#     B's read logged once; exit 0, no sanitizer report.
+#   - after SIGTERM: data_prefetched 2, skip_busy at least 1, B's read
+#     logged once (B kept out as "recent" would be read 0 times); exit 0,
+#     no sanitizer report.  skip_recent is not asked: it counts every
+#     file on the filesystem, and under make check the package tests
+#     beside this one exec stamped programs twice within 2 s.
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
@@ -36,7 +39,7 @@ sleep 0.6	# A's reader reaped (under strace and ASan): the one slot free
 : <B || fail "cannot open B"
 sleep 1.5
 daemon_stop
-read -r p b r <<<"$(counter data_prefetched) $(counter skip_busy) $(counter skip_recent)"
-((p == 2 && b >= 1 && r == 0)) && (($(read_logged B) == 1)) ||
-	fail "data_prefetched $p, skip_busy $b, skip_recent $r, B read $(read_logged B) times: want 2, at least 1, 0, once: $(cat daemon.log)"
-pass "a file skipped while the readers were busy (skip_busy $b) is read at its next open, about a second later (data_prefetched 2, skip_recent 0)"
+read -r p b <<<"$(counter data_prefetched) $(counter skip_busy)"
+((p == 2 && b >= 1)) && (($(read_logged B) == 1)) ||
+	fail "data_prefetched $p, skip_busy $b, B read $(read_logged B) times: want 2, at least 1, once: $(cat daemon.log)"
+pass "a file skipped while the readers were busy (skip_busy $b) is read at its next open, about a second later (data_prefetched 2, B read once)"

@@ -19,8 +19,11 @@
 #   - gone, opened by a shell that exits while the daemon is stopped
 #     (SIGSTOP), then SIGCONT: the opener is gone when its event is read,
 #     nothing read (data_skip_gone 1); opened again at once by this
-#     shell, which stays: read (data_prefetched 1, skip_recent 0: a file
-#     not read is not "recent");
+#     shell, which stays: read (data_prefetched 1: a file not read is not
+#     "recent", or this open would have been skipped as one and read
+#     nothing).  skip_recent itself is not asked: it counts every file
+#     on the filesystem, and under make check the package tests beside
+#     this one exec stamped programs twice within 2 s;
 #   - reused, root's, mode 0602, opened O_WRONLY by nobody, who exits
 #     while the daemon is stopped; its PID then given to a root process
 #     (ns_last_pid), and the daemon let go on: nothing read, none of it
@@ -100,11 +103,11 @@ pass "an opener gone before the daemon could take its identity: nothing read (da
 settled 2 0	# fincore's
 : <gone || fail "cannot open gone again"	# by this shell, which stays
 settled 2 1
-read -r p r <<<"$(counter data_prefetched) $(counter skip_recent)"
+p=$(counter data_prefetched)
 c=$(unseen_cached gone)
-((p == 1 && r == 0 && c >= 8 * 4096)) ||
-	fail "opened again: data_prefetched $p, skip_recent $r, cached $c bytes; want 1, 0, at least 32768: $(cat daemon.log)"
-pass "opened again by a process that stays: read ahead, not skipped as recent (data_prefetched 1, skip_recent 0)"
+((p == 1 && c >= 8 * 4096)) ||
+	fail "opened again: data_prefetched $p, cached $c bytes; want 1, at least 32768: $(cat daemon.log)"
+pass "opened again by a process that stays: read ahead, not skipped as recent (data_prefetched 1, $c bytes cached)"
 settled 3 1	# fincore's
 
 # The opener's PID given to a root process before the daemon reads the
