@@ -19,11 +19,17 @@
 #     batch saves requests depends on where the filesystem put the
 #     blocks (2 ranges on a fresh guest, 53 against 60 requests; 5 ranges
 #     after the other tests of a make check shard, 58 against 57).
-#   - Run by nobody, a set-user-ID copy, a set-group-ID copy and a copy
-#     with a file capability are secure execs: exec follows no plan
+#   - Run by nobody, a set-user-ID copy, a set-group-ID copy, a copy
+#     with a file capability and an execute-only copy (mode 0711, which
+#     nobody may run but not read) are secure execs: exec follows no plan
 #     (pbitmap_plan_skip_secure) and reads no page of the table, though
 #     that is decided only after the interpreter's look-up.  The same copy
-#     without those bits, run by nobody, has its table read.
+#     without those bits, run by nobody, has its table read.  "Run by
+#     nobody" is an exec by a process that is nobody already: setpriv(1)
+#     keeps root's capabilities until it execs (PR_SET_KEEPCAPS), and an
+#     exec with CAP_DAC_OVERRIDE may read the execute-only copy (exec's
+#     own would_dump() then leaves it dumpable, and the plan is followed),
+#     so setpriv runs a shell that execs the copy.
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 W=/var/tmp/pmi
@@ -107,8 +113,9 @@ cold_exec() {
 	read -r r0 _ <"/sys/block/$DISK/stat"
 	vmstat_snap S0 "${KEYS[@]}"
 	if [ -n "${2:-}" ]; then
+		# the shell, not setpriv, execs $1: without root's capabilities
 		setpriv --reuid="$(id -u "$2")" --regid="$(id -g "$2")" --clear-groups \
-			--inh-caps=-all "$W/$1" || fail "$1 run as $2 failed"
+			--inh-caps=-all /bin/sh -c 'exec "$0"' "$W/$1" || fail "$1 run as $2 failed"
 	else
 		: >$T/trace
 		echo 1 >$T/events/pbitmap/enable
@@ -146,7 +153,8 @@ cp -a prog setgid && chmod 2755 setgid
 cp -a prog capped
 python3 -c 'import os, struct; os.setxattr("capped", "security.capability",
 	struct.pack("<5I", 0x02000000, 1 << 13, 0, 0, 0))' || fail "cannot give capped a file capability"
-for c in plain setuid setgid capped; do
+cp -a prog exec-only && chmod 0711 exec-only
+for c in plain setuid setgid capped exec-only; do
 	cold_exec "$c" nobody
 	if [ "$c" = plain ]; then
 		[ "${D[pbitmap_plan_exec]}" = 1 ] && [ "${D[pbitmap_plan_meta_pages]}" -gt 0 ] ||
