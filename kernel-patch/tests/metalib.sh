@@ -64,6 +64,22 @@ meta_table_restore() {
 	echo "$r" >"$ROT"
 }
 
+# meta_cold_exec CMD...: CMD run cold, after a drop of the caches (it
+# says itself what failed).  Sets D, the change of the counters KEYS over
+# it (vmstatlib.sh), and REQS, $DISK's read requests meanwhile.
+meta_cold_exec() {
+	local r0 r1
+	sync
+	echo 3 >/proc/sys/vm/drop_caches
+	read -r r0 _ <"/sys/block/$DISK/stat"
+	vmstat_snap S0 "${KEYS[@]}"
+	"$@"
+	vmstat_snap S1 "${KEYS[@]}"
+	read -r r1 _ <"/sys/block/$DISK/stat"
+	vmstat_diff D S0 S1
+	REQS=$((r1 - r0))
+}
+
 # meta_rounds PROG: three rounds, each a cold exec of PROG with
 # vm.pbitmap_plan_meta=1, then one with 0, by the caller's cold_exec
 # (which sets D, the counters' change, and REQS, the read requests).  Each

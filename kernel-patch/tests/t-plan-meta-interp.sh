@@ -103,15 +103,9 @@ KEYS=(pbitmap_plan_exec pbitmap_plan_meta_pages pbitmap_plan_skip_secure pbitmap
       pbitmap_plan_meta_skip_{owner,stale,gap} pbitmap_no_budget pbitmap_cache_{miss,hit})
 declare -A S0 S1 D
 REQS=0
-# cold_exec PROG [AS]: D, the counters' change over a cold exec of PROG
-# (as AS if given); REQS, the disk's read requests meanwhile
-cold_exec() {
-	local r0 r1
-	sleep 1.1	# past the plan's repeat window of the exec before
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	read -r r0 _ <"/sys/block/$DISK/stat"
-	vmstat_snap S0 "${KEYS[@]}"
+# run_prog PROG [AS]: PROG run as AS; or by root, with the pbitmap
+# tracepoints on (for meta_detail)
+run_prog() {
 	if [ -n "${2:-}" ]; then
 		# the shell, not setpriv, execs $1: without root's capabilities
 		setpriv --reuid="$(id -u "$2")" --regid="$(id -g "$2")" --clear-groups \
@@ -122,10 +116,12 @@ cold_exec() {
 		"$W/$1" || fail "$1 failed"
 		echo 0 >$T/events/pbitmap/enable
 	fi
-	vmstat_snap S1 "${KEYS[@]}"
-	read -r r1 _ <"/sys/block/$DISK/stat"
-	vmstat_diff D S0 S1
-	REQS=$((r1 - r0))
+}
+# cold_exec PROG [AS]: D, the counters' change over a cold run_prog; REQS,
+# the disk's read requests meanwhile (metalib.sh); SEEN, D in words
+cold_exec() {
+	sleep 1.1	# past the plan's repeat window of the exec before
+	meta_cold_exec run_prog "$@"
 	SEEN=
 	for k in "${KEYS[@]}"; do SEEN+=" ${k#pbitmap_} ${D[$k]}"; done
 }

@@ -75,26 +75,19 @@ KEYS=(pbitmap_plan_exec pbitmap_plan_meta_pages pbitmap_plan_meta_skip_{owner,st
       pbitmap_plan_reject_{header,meta})
 declare -A S0 S1 D
 REQS=0
-# cold_exec PROG [AS]: D, the counters' change over a cold exec of PROG
-# (busybox's true, as AS if given); REQS, the disk's read requests meanwhile
-cold_exec() {
-	local r0 r1
-	sync
-	echo 3 >/proc/sys/vm/drop_caches
-	read -r r0 _ <"/sys/block/$DISK/stat"
-	vmstat_snap S0 "${KEYS[@]}"
-	# busybox runs the applet its argv[0] names: "busybox true"
+# run_true PROG [AS]: PROG, a copy of busybox, runs true (as AS if given);
+# busybox runs the applet its argv[0] names: "busybox true"
+run_true() {
 	if [ -n "${2:-}" ]; then
 		setpriv --reuid="$(id -u "$2")" --regid="$(id -g "$2")" --clear-groups \
 			bash -c 'exec -a busybox "$0" true' "$W/$1" || fail "$1 run as $2 failed"
 	else
 		(exec -a busybox "$W/$1" true) || fail "$1 failed"
 	fi
-	vmstat_snap S1 "${KEYS[@]}"
-	read -r r1 _ <"/sys/block/$DISK/stat"
-	vmstat_diff D S0 S1
-	REQS=$((r1 - r0))
 }
+# cold_exec PROG [AS]: D, the counters' change over a cold run_true;
+# REQS, the disk's read requests meanwhile (metalib.sh)
+cold_exec() { meta_cold_exec run_true "$@"; }
 for k in "${KEYS[@]}"; do
 	[ -n "$(grep "^$k " /proc/vmstat)" ] || fail "no counter $k in /proc/vmstat"
 done
