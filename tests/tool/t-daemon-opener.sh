@@ -23,7 +23,8 @@
 #     "recent", or this open would have been skipped as one and read
 #     nothing).  skip_recent itself is not asked: it counts every file
 #     on the filesystem, and under make check the package tests beside
-#     this one exec stamped programs twice within 2 s;
+#     this one can exec a stamped program again within 2 s (CI saw
+#     skip_recent 2 here, with t-shipped's pbt-ship in the daemon's log);
 #   - reused, root's, mode 0602, opened O_WRONLY by nobody, who exits
 #     while the daemon is stopped; its PID then given to a root process
 #     (ns_last_pid), and the daemon let go on: nothing read, none of it
