@@ -54,12 +54,22 @@ stop_daemon() {
 		fail "cannot put fault_around_bytes back: $(cat "$W/fault-around-bytes")"
 }
 # counter NAME: its value in the daemon's status file.  Read by bash itself:
-# the tests read counters thousands of times (t-daemon's 73 crafted plans
-# read 14 each), and an awk started each time costs a guest under TCG more
-# CPU than the daemon spends on the exec it counts.
+# the tests read counters thousands of times, and an awk started each time
+# costs a guest under TCG more CPU than the daemon spends on the exec it
+# counts.
 counter() {
 	local k v
 	while read -r k v _; do [ "$k" != "$1" ] || { echo "$v"; return 0; }; done <"$W/status"
+}
+# snap: every counter of the status file at once, into C[NAME], in the
+# shell itself: a $(counter NAME) forks a subshell, and t-daemon's crafted
+# plans read a dozen counters for each of 74 execs (about half a second of
+# a single-threaded TCG guest's time each).
+declare -A C
+snap() {
+	local k v
+	C=()
+	while read -r k v _; do C[$k]=$v; done <"$W/status"
 }
 # settle NAME MIN: no child at work, and counter NAME at least MIN (60 s at
 # most: a writer's renamed copy of cc1, 30-40 MB read at 150 requests a
