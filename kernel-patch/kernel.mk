@@ -143,9 +143,23 @@ $(KOUT)/.config: $(KFRAGS) $(KSRC_STAMP) $(KP_DIR)/scripts/check-config
 	$(KP_DIR)/scripts/check-config $@ $(KFRAGS)
 
 # kbuild decides what to rebuild; this recipe always runs it.
+#
+# piggy.o embeds the compressed kernel with .incbin, which ccache's depend
+# mode does not hash (the file is in no dependency list): when piggy.S is
+# the same text (a change that keeps vmlinux's size and its compressed
+# size, such as one sysctl's default) ccache hands back the old piggy.o,
+# and bzImage boots the kernel before the change.  It happened here
+# (2026-12-06: the series' vmlinux had vm.pbitmap_plan_meta 1, its bzImage
+# -1), so piggy.o is assembled again without ccache every time (seconds).
 kernel: kernel-base-check kernel-patch-check $(KOUT)/.config
 	@mkdir -p $(KCCACHE)
 	$(KMAKE) -j$(KJOBS) all
+	rm -f $(KOUT)/arch/x86/boot/compressed/piggy.o
+	CCACHE_DISABLE=1 $(KMAKE) -j$(KJOBS) bzImage
+	@objcopy -O binary --only-section=.rodata..compressed $(KOUT)/arch/x86/boot/compressed/piggy.o \
+		$(KOUT)/piggy-payload && \
+		cmp -s $(KOUT)/piggy-payload $(KOUT)/arch/x86/boot/compressed/vmlinux.bin.gz || \
+		{ echo "kernel: $(BZIMAGE) does not hold this vmlinux (piggy.o)" >&2; exit 1; }
 	@echo "kernel: $(BZIMAGE) ($$($(KMAKE) -s --no-print-directory kernelrelease))"
 
 # ---------------------------------------------------------------- guest image
