@@ -48,12 +48,13 @@
 #            transfer than the kernel's model says, else the model (-1)
 #   plan-probed-paced  plan-probed with its batch paced (as plan-paced)
 #   plan-probed-nometa  plan-probed with its plans' metadata tables not
-#            read (vm.pbitmap_plan_meta=0; every other condition has -1,
-#            the default: read where the join gap is at least 256 KiB):
-#            what the kernel's own metadata batch (0024, 0025) adds
-#   plan-probed-allmeta  plan-probed with its plans' metadata tables read
-#            whatever the join gap (vm.pbitmap_plan_meta=1): what the default
-#            leaves out where requests are cheap (ebs)
+#            read (vm.pbitmap_plan_meta=0; every other condition has 1,
+#            the default: a table read wherever its rules allow): what the
+#            kernel's own metadata batch (0024, 0025) adds
+#   plan-probed-widemeta  plan-probed with tables read only where the
+#            join gap is at least 256 KiB (vm.pbitmap_plan_meta=-1, the
+#            default until 2026-12-06); plan-probed-allmeta, with 1, was
+#            that day's name for what plan-probed is now
 #   off-b, slurp-b  off and slurp in tree B, where every plan condition
 #            runs: B's directories and its stamped files are copies made at
 #            the job's start, laid out apart from A's, so that a cold start
@@ -172,7 +173,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-allmeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-allmeta | plan-probed-widemeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -275,6 +276,7 @@ fi
 probe_gap=-1
 if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
 	has_condition plan-probed-nometa || has_condition plan-probed-allmeta ||
+	has_condition plan-probed-widemeta ||
 	has_condition plan-probed-meta || has_condition plan-probed-dmeta ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed ||
@@ -420,7 +422,7 @@ read -r pinned </run/bench-pinned || die "the harness could not be pinned"
 # --- Condition switches.
 vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
-	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 meta=-1 fa=$fault_around0 ra=$ra0
+	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 meta=1 fa=$fault_around0 ra=$ra0
 	case $1 in
 	off | off-b | off-busy[0-9]* | user | audit | preload | warm | pressure-off) ;;
 	nora) fa=4096 ra=0 ;;
@@ -436,6 +438,7 @@ set_condition() {
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
 	plan-probed-nometa) en=1 plan=1 gap=$probe_gap meta=0 ;;
 	plan-probed-allmeta) en=1 plan=1 gap=$probe_gap meta=1 ;;
+	plan-probed-widemeta) en=1 plan=1 gap=$probe_gap meta=-1 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac
 	[ $fa_ok = 0 ] || echo "$fa" >$FAULT_AROUND
