@@ -184,16 +184,21 @@ stop_daemon
 [ "$(runs never)" = 0 ] || fail "a --learn=never program was learned"
 learning_daemon every.conf
 nobody_R() { "${NOBODY[@]}" "$R/every" || fail "$R/every failed, run by nobody"; }
+# The first run, whose exec tells the daemon the program's policy, may be
+# followed too (a one-second run was, once, in a clean-clone run of
+# 7a7a11c: 2 generations after two runs): the generations are counted
+# from the second run on.
 nobody_R
 as_nobody every
 settle execs 1
-w0=$(counter learn_written) p0=$(counter learn_skip_policy)
+w0=$(counter learn_written) p0=$(counter learn_skip_policy) r0=$(runs "$R/every")
 nobody_R
 settle learn_written $((w0 + 1))
 as_nobody every
 settle learn_skip_policy $((p0 + 1))
 stop_daemon
-[ "$(runs "$R/every")" = 1 ] || fail "LEARN=every: nobody's run of a --learn=every program: $(runs "$R/every") generations"
+[ "$(runs "$R/every")" = $((r0 + 1)) ] ||
+	fail "LEARN=every: nobody's second run of a --learn=every program: $r0 -> $(runs "$R/every") generations"
 [ "$(stat -c %U "$R/every")" = root ] || fail "the learned --learn=every program is now $(stat -c %U "$R/every")'s"
 [ "$(runs every)" = 0 ] || fail "root wrote a --learn=every program under the world-writable /var/tmp"
 echo "policy: nobody's runs not learned into root's --learn=owner program, nor --learn=every under" \

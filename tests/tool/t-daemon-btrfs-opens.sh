@@ -16,12 +16,17 @@
 #   - each is read ahead as its opener opens it (a line each, its name
 #     the path it was opened by; data_prefetched at least 3: the
 #     machine's), its pages 0-7 cached and 64-255 not;
-#   - no open's file failed to open by its handle (skip_handle 0), and
-#     nothing is said of opens not watched;
+#   - nothing is said of opens not watched;
 #   - the top level mounted at top, b unmounted, sv2's file opened as
 #     top/sv2/D: read ahead, named there (the daemon follows the mount
 #     table and drops b's entry; before, its handle was tried on b's
 #     gone mount: skip_handle 1, nothing read);
+#   - skip_handle is printed, not asserted: it counts every open event
+#     whose file failed to open by its handle, on the root filesystem as
+#     well, and a clean-clone make check of 7a7a11c (other tests mounting
+#     and unmounting beside this one) counted 1 while top/sv2/D was read
+#     ahead, named and cached as it should be.  A file not opened by its
+#     handle is not read: the lines and residency above fail then.
 #   - the top level is opened by a handle with its root directory's
 #     generation (FS_IOC_GETVERSION, 3 or so after mkfs), not 0: before
 #     Linux 6.2 btrfs compared it even when 0, and the mark failed
@@ -78,8 +83,8 @@ for _ in $(seq 200); do
 done
 read -r p h <<<"$(counter data_prefetched) $(counter skip_handle)"
 # at least 3: under make check other tests' data files are opened too
-(($(read_logged) == 3 && p >= 3 && h == 0)) ||
-	fail "read ahead at their opens: $(read_logged) logged, data_prefetched $p, skip_handle $h; want 3, at least 3, 0: $(tr '\n' ' ' <status) $(cat daemon.log)"
+(($(read_logged) == 3 && p >= 3)) ||
+	fail "read ahead at their opens: $(read_logged) logged, data_prefetched $p, skip_handle $h; want 3, at least 3: $(tr '\n' ' ' <status) $(cat daemon.log)"
 # through the descriptors held (fd:N): an open of its own would be an open
 # event the daemon might still be handling once b is unmounted below, and
 # then its handle could not be opened there (skip_handle, seen in one run
@@ -120,9 +125,9 @@ for _ in $(seq 200); do
 done
 read -r p2 h <<<"$(counter data_prefetched) $(counter skip_handle)"
 resident=$(python3 "$TOP/tests/lib/resident.py" "fd:$fd" 0-7 64-255)
-logged top/sv2/D && ((p2 >= p + 1 && h == 0)) && [[ $resident == "8 0" ]] ||
-	fail "b unmounted, top/sv2/D opened: data_prefetched $p -> $p2, skip_handle $h, pages 0-7 and 64-255 resident '$resident'; want a line for top/sv2/D, one more, 0, '8 0': $(cat daemon.log)"
-pass "a subvolume's mount gone, its file opened through the top level's: read ahead, named there (skip_handle 0)"
+logged top/sv2/D && ((p2 >= p + 1)) && [[ $resident == "8 0" ]] ||
+	fail "b unmounted, top/sv2/D opened: data_prefetched $p -> $p2, skip_handle $h, pages 0-7 and 64-255 resident '$resident'; want a line for top/sv2/D, one more, '8 0': $(cat daemon.log)"
+pass "a subvolume's mount gone, its file opened through the top level's: read ahead, named there (skip_handle $h)"
 daemon_stop
 # open_by_handle_at(FD, {handle_bytes=20, handle_type=77, f_handle="\x00\x01..."}, ...):
 # the top level's (inode 256 of tree 5) with its generation; the data
