@@ -53,8 +53,8 @@
 #            kernel's own metadata batch (0024, 0025) adds
 #   plan-probed-widemeta  plan-probed with tables read only where the
 #            join gap is at least 256 KiB (vm.pbitmap_plan_meta=-1, the
-#            default until 2026-12-06); plan-probed-allmeta, with 1, was
-#            that day's name for what plan-probed is now
+#            default until 2026-12-06, when plan-probed-allmeta was the
+#            name of what plan-probed is now)
 #   off-b, slurp-b  off and slurp in tree B, where every plan condition
 #            runs: B's directories and its stamped files are copies made at
 #            the job's start, laid out apart from A's, so that a cold start
@@ -173,7 +173,7 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-allmeta | plan-probed-widemeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-widemeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
@@ -275,8 +275,7 @@ fi
 # pbitmap-device-gap.service does at boot: condition plan-probed's.
 probe_gap=-1
 if has_condition plan-probed || has_condition plan-probed-paced || has_condition plan-probed-later ||
-	has_condition plan-probed-nometa || has_condition plan-probed-allmeta ||
-	has_condition plan-probed-widemeta ||
+	has_condition plan-probed-nometa || has_condition plan-probed-widemeta ||
 	has_condition plan-probed-meta || has_condition plan-probed-dmeta ||
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed ||
@@ -437,7 +436,6 @@ set_condition() {
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
 	plan-probed-nometa) en=1 plan=1 gap=$probe_gap meta=0 ;;
-	plan-probed-allmeta) en=1 plan=1 gap=$probe_gap meta=1 ;;
 	plan-probed-widemeta) en=1 plan=1 gap=$probe_gap meta=-1 ;;
 	*) is_daemon "$1" || die "unknown condition $1" ;;	# pbitmapd: the series off
 	esac

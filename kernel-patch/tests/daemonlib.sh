@@ -53,24 +53,20 @@ stop_daemon() {
 	[ ! -e "$W/fault-around-bytes" ] || "$PBITMAPD" --restore-fault-around -s "$W/status" ||
 		fail "cannot put fault_around_bytes back: $(cat "$W/fault-around-bytes")"
 }
-# counter NAME: its value in the daemon's status file.  Read by bash itself:
-# the tests read counters thousands of times, and an awk started each time
-# costs a guest under TCG more CPU than the daemon spends on the exec it
-# counts.
-counter() {
-	local k v
-	while read -r k v _; do [ "$k" != "$1" ] || { echo "$v"; return 0; }; done <"$W/status"
-}
-# snap: every counter of the status file at once, into C[NAME], in the
-# shell itself: a $(counter NAME) forks a subshell, and t-daemon's crafted
-# plans read a dozen counters for each of 74 execs (about half a second of
-# a single-threaded TCG guest's time each).
+# snap: every counter of the daemon's status file, into C[NAME].  Read by
+# bash itself: the tests read counters thousands of times, and an awk
+# started each time costs a guest under TCG more CPU than the daemon spends
+# on the exec it counts.  Where many are read at once (t-daemon's crafted
+# plans: a dozen for each of 74 execs), one snap in the shell itself saves
+# the subshell each $(counter NAME) forks.
 declare -A C
 snap() {
 	local k v
 	C=()
 	while read -r k v _; do C[$k]=$v; done <"$W/status"
 }
+# counter NAME: its value in the status file (nothing if it has none).
+counter() { snap; echo "${C[$1]-}"; }
 # settle NAME MIN: no child at work, and counter NAME at least MIN (60 s at
 # most: a writer's renamed copy of cc1, 30-40 MB read at 150 requests a
 # second and synced, may take a loaded host's guest more than 20 s; the
