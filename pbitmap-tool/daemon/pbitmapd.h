@@ -108,6 +108,7 @@ struct counters {
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */
 	uint64_t data_skip_gone;	/* not read: the opener was gone before it was looked at */
+	uint64_t queue_overflows;	/* a queue of events overflowed: some dropped, unread */
 	uint64_t own_opens;		/* opens by the daemon's own children: not read ahead */
 	uint64_t skip_handle;		/* opens whose file could not be opened by its handle */
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
@@ -191,6 +192,7 @@ struct pbd_state {
 	/* @serves: the pid whose exec an exec child reads ahead for, else 0 */
 	/* @ended: reaped, kept until the open events queued by then are read */
 	struct { pid_t pid, serves; uint64_t deadline_ms; bool ended; } kids[MAX_CHILDREN];
+	unsigned int kids_ended;	/* of them, ended ones (kids_forget_ended()) */
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */

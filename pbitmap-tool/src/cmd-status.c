@@ -28,6 +28,7 @@ static const struct {
 	{ "data_prefetched", "data files read ahead at their open" },
 	{ "data_after_exec", "data-file reads that first waited for the opener's exec read-ahead" },
 	{ "data_skip_gone", "data files not read: the opener was gone before it was looked at" },
+	{ "queue_overflows", "times a queue of events overflowed: the dropped ones' files not read ahead" },
 	{ "own_opens", "of the opens, the daemon's own readers' and writers': none read ahead" },
 	{ "skip_handle", "of the opens, files not opened by their handle (but deleted since)" },
 	{ "program_to_kernel", "stamped execs whose program's own pages were left to the kernel" },
