@@ -93,8 +93,13 @@ _lib_cleanup() {
 		echo "FAIL: $TEST_NAME: $_LIB_LATER problem(s) reported above" >&2
 		rc=1
 	fi
+	# Silent from here, once for all: an eval with its own redirections
+	# makes bash keep the output on a descriptor of 10 or more, where an
+	# "exec N<&-" of a descriptor the test closed already found it ("12:
+	# Bad file descriptor", t-daemon-btrfs-opens).
+	exec >/dev/null 2>&1
 	for ((i = ${#_LIB_AT_EXIT[@]} - 1; i >= 0; i--)); do
-		eval "${_LIB_AT_EXIT[i]}" >/dev/null 2>&1
+		eval "${_LIB_AT_EXIT[i]}"
 	done
 	# Unmount anything mounted below our directory, deepest first.
 	for m in $(awk -v p="$_LIB_TMP/" 'index($2, p) == 1 { print $2 }' /proc/mounts | sort -r); do
