@@ -121,8 +121,6 @@ void kid_started(pid_t pid, unsigned int seconds, pid_t serves)
 		slot = i;
 	if (slot == MAX_CHILDREN)
 		return;
-	if (pbd.kids[slot].ended)
-		pbd.kids_ended--;
 	pbd.kids[slot].pid = pid;
 	pbd.kids[slot].serves = serves;
 	pbd.kids[slot].deadline_ms = now_ms() + (seconds + 2) * 1000;
@@ -142,7 +140,6 @@ static void kid_ended(pid_t pid)
 	for (size_t i = 0; i < MAX_CHILDREN; i++)
 		if (pbd.kids[i].pid == pid && !pbd.kids[i].ended) {
 			pbd.kids[i].ended = true;
-			pbd.kids_ended++;
 			return;
 		}
 }
@@ -154,7 +151,15 @@ static void kids_forget_ended(void)
 			pbd.kids[i].pid = 0;
 			pbd.kids[i].ended = false;
 		}
-	pbd.kids_ended = 0;
+}
+
+/* Whether an ended child is still in the table (kids_forget_ended()). */
+static bool kids_any_ended(void)
+{
+	for (size_t i = 0; i < MAX_CHILDREN; i++)
+		if (pbd.kids[i].ended)
+			return true;
+	return false;
 }
 
 /* Whether @pid is one of the daemon's own children (readers, writers). */
@@ -762,7 +767,7 @@ static bool reap(int report_fd, int fan, int fan_open, int report_wfd)
 	 * a gone opener's (t-daemon-plan beside 4 loops of cat: 10 of its
 	 * exec children's 17 opens, data_skip_gone 1; t-daemon-own-backlog).
 	 */
-	if (ended || pbd.kids_ended) {
+	if (ended || kids_any_ended()) {
 		read_queued(fan, report_wfd, handle_event, &pbd.n.exec_cpu_us);
 		if (read_queued(fan_open, report_wfd, handle_open, &pbd.n.open_cpu_us))
 			kids_forget_ended();

@@ -192,7 +192,6 @@ struct pbd_state {
 	/* @serves: the pid whose exec an exec child reads ahead for, else 0 */
 	/* @ended: reaped, kept until the open events queued by then are read */
 	struct { pid_t pid, serves; uint64_t deadline_ms; bool ended; } kids[MAX_CHILDREN];
-	unsigned int kids_ended;	/* of them, ended ones (kids_forget_ended()) */
 	struct recent { dev_t dev; ino_t ino; time_t when; } recent[RECENT_SLOTS];
 	unsigned int recent_next;
 	int kernel_fd;		/* /proc/sys/vm/pbitmap_enabled, or -1 */
