@@ -11,6 +11,9 @@
 #   daemon_stop    SIGTERM: it must exit with 0 and no sanitizer report
 #   counter NAME   its value in the status file (written at most once a
 #                  second after an event that starts no reader)
+#   planned PATH [TEXT]
+#                  how many of the daemon's log lines say PATH's exec was
+#                  read ahead through its plan ("PATH: pid N: plan, TEXT")
 #   stamp_data FILE...
 #                  each a data file of 1 MiB of random bytes, stamped with
 #                  pages 0-7 marked (its user.pbitmap attribute)
@@ -71,6 +74,8 @@ daemon_stop() {
 }
 
 counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
+
+planned() { grep -c "^pbitmapd: $1: pid [0-9]*: plan, ${2-}" daemon.log; }
 
 stamp_data() {
 	local f

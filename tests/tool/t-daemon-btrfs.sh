@@ -60,10 +60,9 @@ head -c 10000 /dev/urandom >mnt/E0 && : >mnt/E && mount --bind mnt/E0 mnt/E && a
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_PLAN=yes\n' >on.conf
 daemon_start on.conf -f -qq -y -e trace=fadvise64 -o trace
 mnt/prog 3 || fail "mnt/prog does not run under the daemon"
-planned() { grep -c "^pbitmapd: $d/mnt/prog: pid [0-9]*: plan, " daemon.log; }
-for _ in $(seq 100); do (($(planned) == 1)) && [[ $(counter pending) == 0 ]] && break; sleep 0.1; done
+for _ in $(seq 100); do (($(planned "$d/mnt/prog") == 1)) && [[ $(counter pending) == 0 ]] && break; sleep 0.1; done
 daemon_stop
-(($(planned) == 1)) || fail "mnt/prog was not read ahead through its plan: $(cat daemon.log)"
+(($(planned "$d/mnt/prog") == 1)) || fail "mnt/prog was not read ahead through its plan: $(cat daemon.log)"
 got=$(grep -oE "fadvise64\([0-9]+<$d/[^>]*>, [0-9]+, [0-9]+, POSIX_FADV_WILLNEED\) = 0" trace |
 	sed -E "s|fadvise64\([0-9]+<$d/([^>]*)>, ([0-9]+), ([0-9]+).*|\1 \2 \3|" | tr '\n' ';')
 [[ $got == "mnt/A.so 0 8192;mnt/nested/B 0 12288;mnt/E 0 12288;" && $(counter skip_fs) == 2 ]] ||

@@ -81,9 +81,8 @@ sdevs=$(grep -ho "^fanotify sdev:[0-9a-f]*" /proc/"$DPID"/fdinfo/* 2>/dev/null |
 pass "a tmpfs mounted over a watched ext4 is not marked ($over; marks: $sdevs)"
 
 ./prog 1 || fail "prog does not run under the daemon"
-planned() { grep -c "^pbitmapd: $d/prog: pid [0-9]*: plan, $1" daemon.log; }
-for _ in $(seq 100); do (($(planned "") == 1)) && [[ $(counter pending) == 0 ]] && break; sleep 0.1; done
-(($(planned "1 files, 1 extents, 12288 bytes") == 1 && $(counter skip_fs) == 1)) ||
+for _ in $(seq 100); do (($(planned "$d/prog") == 1)) && [[ $(counter pending) == 0 ]] && break; sleep 0.1; done
+(($(planned "$d/prog" "1 files, 1 extents, 12288 bytes") == 1 && $(counter skip_fs) == 1)) ||
 	fail "$t/F, on a tmpfs given the unmounted btrfs's device $bdev, and C: want C alone read, skip_fs 1;" \
 		"skip_fs $(counter skip_fs): $(cat daemon.log)"
 pass "a plan's file on a tmpfs given an unmounted btrfs's device ($bdev) is not read (skip_fs 1); one beside it is"

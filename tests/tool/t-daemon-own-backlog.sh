@@ -40,14 +40,13 @@ sleep 2.1	# pbitmap's own opens of D: not "recent", but not to overlap either
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
 daemon_start on.conf
 
-planned() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: plan, " daemon.log; }
 # own_opens once both the program's plan was read and its exec child's open of D counted
 settle() {
 	local p=$1 own0=$2 want=$3
 
 	for _ in $(seq 300); do
 		snap_own=$(counter own_opens)
-		[[ $(planned "$p") == 1 && $(counter pending) == 0 ]] &&
+		[[ $(planned "$d/$p") == 1 && $(counter pending) == 0 ]] &&
 			{ [[ -z $want ]] || ((snap_own - own0 >= want)); } && break
 		sleep 0.1
 	done

@@ -100,15 +100,14 @@ for p in "${programs[@]}"; do
 	# of 3132ca2: "stale: gone; its own pages only")
 	"${as[@]}" "./$p" 5 || fail "$p does not run under the daemon"
 done
-planned() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: plan, " daemon.log; }
 for _ in $(seq 200); do
 	n=0
-	for p in "${programs[@]}"; do [[ $(planned "$p") == 1 ]] && n=$((n + 1)); done
+	for p in "${programs[@]}"; do [[ $(planned "$d/$p") == 1 ]] && n=$((n + 1)); done
 	((n == ${#programs[@]})) && break
 	sleep 0.1
 done
 for p in "${programs[@]}"; do
-	[[ $(planned "$p") == 1 ]] || fail "$p was not read ahead through its plan: $(cat daemon.log)"
+	[[ $(planned "$d/$p") == 1 ]] || fail "$p was not read ahead through its plan: $(cat daemon.log)"
 done
 # with-data: the data file's one read is its opener's, not the exec child's.
 # It holds D open until killed: an opener gone before the daemon takes its
@@ -119,11 +118,11 @@ tpid=$!
 at_exit "kill $tpid"
 data_reads() { grep "^pbitmapd: $d/D: opened by pid " daemon.log; }
 for _ in $(seq 200); do
-	[[ $(planned with-data) == 1 && -n $(data_reads) ]] && break
+	[[ $(planned "$d/with-data") == 1 && -n $(data_reads) ]] && break
 	sleep 0.1
 done
 kill "$tpid" || fail "with-data exited before it was killed"
-[[ $(planned with-data) == 1 ]] || fail "with-data was not read ahead through its plan: $(cat daemon.log)"
+[[ $(planned "$d/with-data") == 1 ]] || fail "with-data was not read ahead through its plan: $(cat daemon.log)"
 [[ $(data_reads) == "pbitmapd: $d/D: opened by pid $tpid: data file, "* && $(data_reads | wc -l) == 1 ]] ||
 	fail "D: want one data-file read, opened by with-data (pid $tpid); got: $(data_reads); counters: $(tr "\n" " " <status)"
 # the status file is rewritten as children end: the exec child's may be later
