@@ -8,7 +8,11 @@
 # them through DT_RUNPATH, printing "plan ok 2" then sleeping USLEEP
 # microseconds (default 0: a daemon must find the process still running
 # to take its root); prog stamped with a 16 KiB plan area holding the plan
-# "liba.so, libb.so".  Sets PLAN_WANT to what prog prints.
+# "liba.so, libb.so".  Sets PLAN_WANT to what prog prints.  With
+# PLAN_PROG_HOLD=PATH in its environment, prog waits instead until PATH
+# exists (at most 30 s): a test that needs the process alive while a daemon
+# takes it lets it go once the daemon is done, instead of sleeping a fixed
+# time long enough for a loaded host.
 plan_prog() {
 	local dir=$1 sleep_us=${2:-0} n
 	for n in a b; do
@@ -16,7 +20,7 @@ plan_prog() {
 			"$n" "$n" "$n" >"$dir/$n.c"
 		gcc -O1 -shared -fPIC -o "$dir/lib$n.so" "$dir/$n.c" || fail "cannot build lib$n.so"
 	done
-	printf '#include <stdio.h>\n#include <unistd.h>\nint f_a(void); int f_b(void);\nint main(void) { printf("plan ok %%d\\n", f_a() + f_b()); fflush(stdout); if (%d) usleep(%d); return 0; }\n' \
+	printf '#include <stdio.h>\n#include <stdlib.h>\n#include <unistd.h>\nint f_a(void); int f_b(void);\nint main(void)\n{\n\tconst char *hold = getenv("PLAN_PROG_HOLD");\n\n\tprintf("plan ok %%d\\n", f_a() + f_b());\n\tfflush(stdout);\n\tif (hold)\n\t\tfor (int i = 0; i < 3000 && access(hold, F_OK); i++)\n\t\t\tusleep(10000);\n\telse if (%d)\n\t\tusleep(%d);\n\treturn 0;\n}\n' \
 		"$sleep_us" "$sleep_us" >"$dir/p.c"
 	gcc -O1 -o "$dir/prog" "$dir/p.c" -L"$dir" -la -lb -Wl,-rpath,"$dir" || fail "cannot build prog"
 	PLAN_WANT=$("$dir/prog")
