@@ -95,6 +95,7 @@
 #   pressure-plan as plan, on a full machine: the same eviction and fill, of
 #            the learned tree B's files (its data files are copies)
 #   pressure-plan-probed  pressure-plan with plan-probed's gap
+#   pressure-plan-gapN  pressure-plan with plan-gapN's fixed gap
 #   daemon   pbitmapd (pbitmap-tool/daemon/) on whatever kernel booted, the
 #            series' prefetch off: in a third tree D whose bitmaps and
 #            start-up plans pbitmapd learned itself over LEARN_RUNS earlier
@@ -173,13 +174,13 @@ read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
 # The conditions that need the learned tree B; those that run on a full machine.
-in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-widemeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-widemeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | pressure-plan-gap[0-9]* | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
 	local c
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
 	return 1
 }
-is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
+is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-plan-gap[0-9]* | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
 in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | daemon-planleft-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
@@ -431,7 +432,7 @@ set_condition() {
 	full | learned | pressure) en=1 ;;
 	plan | pressure-plan) en=1 plan=1 ;;
 	plan-paced) en=1 plan=1 inflight=-1 ;;
-	plan-gap[0-9]*) en=1 plan=1 gap=${1#plan-gap} ;;
+	plan-gap[0-9]* | pressure-plan-gap[0-9]*) en=1 plan=1 gap=${1##*plan-gap} ;;
 	plan-probed | plan-probed-meta | plan-probed-dmeta | pressure-plan-probed) en=1 plan=1 gap=$probe_gap ;;
 	plan-probed-paced) en=1 plan=1 gap=$probe_gap inflight=-1 ;;
 	plan-probed-later) en=1 plan=1 gap=$probe_gap later=1 ;;
@@ -884,6 +885,19 @@ busy_beside() {	# MS: a CPU kept busy for MS ms from now, in the background
 	{ while ((${EPOCHREALTIME/./} < end)); do :; done; } &
 	BUSY_PID=$!
 }
+make_cold() {	# W C K ROOT: a drop, or for a pressure condition a full machine
+	local line
+	if ! is_pressure "$2"; then
+		drop
+		return 0
+	fi
+	# pbitmap is off here: fill-evict maps the files for mincore.
+	sync
+	preload_list "$1" "$4"
+	line=$($FILL_EVICT $FILL "${PRELOAD[@]}") ||
+		die "$1 $2 $3: fill-evict failed: the files not evicted, or the fill not read"
+	echo "$1 $2 $3 $line" >>"$OUT/pressure.txt"
+}
 one_run() {	# W C K
 	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status user sys line last='' ok
 	local -a run
@@ -895,15 +909,8 @@ one_run() {	# W C K
 	drain
 	if [ "$c" = warm ]; then
 		"${run[@]}" >/dev/null 2>&1 </dev/null || true
-	elif is_pressure "$c"; then
-		# pbitmap is off here: fill-evict maps the files for mincore.
-		sync
-		preload_list "$w" "$root"
-		line=$($FILL_EVICT $FILL "${PRELOAD[@]}") ||
-			die "$w $c $3: fill-evict failed: the files not evicted, or the fill not read"
-		echo "$w $c $3 $line" >>"$OUT/pressure.txt"
 	else
-		drop
+		make_cold "$w" "$c" "$3" "$root"
 	fi
 	set_condition "$c"
 	# pbitmapd after the drop and the fill (they would have it read
@@ -1013,10 +1020,11 @@ echo "runs: $total in $((EPOCHSECONDS - t_runs)) s; set-up $((t_runs - t_start))
 
 # --- Where the cold starts wait (WAITS=1): one run of each (workload,
 # condition) under waits.stp, its target the chroot'ed workload (staprun -c),
-# the caches dropped before staprun loads the module (its files are on the
-# root disk, not the bench disk).  Conditions that are not a cold start of
-# the files (warm, pressure*) and nora (no read-around: a different fault
-# count) are left out.
+# the caches dropped (or, for a pressure condition, the machine filled and
+# the files evicted, as for its timed runs) before staprun loads the module
+# (its files are on the root disk, not the bench disk).  Conditions that are
+# not a cold start of the files (warm, preload) and nora (no read-around: a
+# different fault count) are left out.
 WAIT_CAUSES="fault-miss fault-inflight pbitmap-record pbitmap-plan read exec mmap open stat"
 # The bench disk's dev_t as the kernel has it (MKDEV: major << 20 | minor):
 # waits.stp counts that disk's read requests only.
@@ -1029,7 +1037,7 @@ waits_run() {	# W C
 	out=$OUT/waits/$w.$c.txt err=$OUT/waits/$w.$c.err
 	set_condition off
 	drain
-	drop
+	make_cold "$w" "$c" waits "$root"
 	set_condition "$c"
 	! is_daemon "$c" || daemon_start "$(daemon_conf "$c")"
 	t0=${EPOCHREALTIME/./}
@@ -1108,7 +1116,6 @@ if [ "$WAITS" = 1 ]; then
 	for w in "${workloads[@]}"; do
 		for c in "${conditions[@]}"; do
 			case $c in nora | warm | preload) continue ;; esac
-			! is_pressure "$c" || continue
 			waits_run "$w" "$c"
 		done
 	done
