@@ -1,0 +1,111 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# t-join-cached: a prefetch reads no gap to join pages already cached.
+#
+# Runs of marked pages are joined across the gaps between them, which are
+# read to save a request (vm.pbitmap_merge_gap_kb).  That pays only where
+# pages on both sides of a gap are read: a gap between marked pages that
+# are cached already is read for nothing (on a full machine, where a
+# program's libraries stay partly cached, python3's plan with a 1 MiB gap
+# made requests of 1016-1280 KiB, mostly gap).
+#
+# A data file of 8 MiB is stamped with two runs, pages 0-15 and 128-143,
+# and mapped with a fixed gap of 1024 KiB, which joins them.  Three copies,
+# so that no mapping falls in another's repeat window, each evicted first
+# (POSIX_FADV_DONTNEED, checked with mincore):
+#   cold      nothing cached: the joined run, 144 pages, is submitted
+#   both      both runs cached (read with readahead off): nothing submitted,
+#             the 32 marked pages found cached
+#   first     the first run cached: the second run's 16 pages submitted,
+#             not the gap before it; 16 found cached
+# Each asserts pbitmap_pages_submitted and pbitmap_pages_cached exactly,
+# and that mincore then finds the pages the case says, no more.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+# shellcheck source=kernel-patch/tests/coldlib.sh
+. "$HERE/coldlib.sh"
+cold_begin t-join-cached
+gap_was=$(cat /proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || echo -1)
+cleanup() {
+	cold_reset
+	echo "$gap_was" >/proc/sys/vm/pbitmap_merge_gap_kb 2>/dev/null || true
+	cd /
+	rm -rf "$W"
+}
+trap cleanup EXIT
+cold_need_sysctls pbitmap_enabled pbitmap_mmap pbitmap_merge_gap_kb
+cold_need_counters pbitmap_prefetch pbitmap_pages_submitted pbitmap_pages_cached
+cold_missing
+[ "$(getconf PAGESIZE)" = 4096 ] || fail "the test's page numbers assume 4 KiB pages"
+
+# pages.py evict|cache|map|count FILE [PAGES]: evict FILE, read PAGES
+# (first-last) with readahead off, map it read-only and touch nothing, or
+# print the pages mincore finds cached as a list of ranges.
+cat >pages.py <<'EOF'
+import mmap, os, sys
+verb, path = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDONLY)
+size = os.fstat(fd).st_size
+if verb == "evict":
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+elif verb == "cache":
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    first, last = map(int, sys.argv[3].split("-"))
+    for p in range(first, last + 1):
+        os.pread(fd, 4096, p * 4096)
+elif verb == "map":
+    mmap.mmap(fd, 0, prot=mmap.PROT_READ).close()
+elif verb == "count":
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    # PROT_NONE: no prefetch for a mapping without access (0003).
+    addr = libc.mmap(None, size, 0, mmap.MAP_SHARED, fd, 0)
+    vec = (ctypes.c_ubyte * (size // 4096))()
+    if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) != 0:
+        sys.exit("mincore: errno %d" % ctypes.get_errno())
+    runs, start = [], None
+    for i, v in enumerate(list(vec) + [0]):
+        if v & 1 and start is None:
+            start = i
+        elif not v & 1 and start is not None:
+            runs.append("%d-%d" % (start, i - 1))
+            start = None
+    print(",".join(runs) or "none")
+EOF
+
+head -c 8M /dev/urandom >data || fail "cannot write the data file"
+pbitmap add -q --page-shift 12 data || fail "pbitmap add failed"
+pbitmap set --pages 0-15,128-143 data || fail "pbitmap set failed"
+for c in cold both first; do cp --preserve=xattr data "data-$c" || fail "cannot copy data"; done
+sync
+echo 1024 >/proc/sys/vm/pbitmap_merge_gap_kb
+
+# case NAME CACHED-PAGES WANT-SUBMITTED WANT-CACHED WANT-RESIDENT
+case_run() {
+	local f=data-$1 s0 c0 p0 s c p resident
+	cold_cond off
+	python3 pages.py evict "$f"
+	[ "$(python3 pages.py count "$f")" = none ] || fail "$1: $f not evicted"
+	for r in $2; do python3 pages.py cache "$f" "$r"; done
+	cold_cond on
+	s0=$(vmstat_counter pbitmap_pages_submitted) c0=$(vmstat_counter pbitmap_pages_cached)
+	p0=$(vmstat_counter pbitmap_prefetch)
+	python3 pages.py map "$f"
+	reads_settle
+	s=$(vmstat_delta pbitmap_pages_submitted "$s0") c=$(vmstat_delta pbitmap_pages_cached "$c0")
+	p=$(vmstat_delta pbitmap_prefetch "$p0")
+	cold_cond off
+	resident=$(python3 pages.py count "$f")
+	echo "$1: cached before ${2:-nothing}; prefetches $p, pages submitted $s, found cached $c; resident after: $resident"
+	[ "$p" = 1 ] || fail "$1: $p prefetches for one mapping, not 1"
+	[ "$s" = "$3" ] || fail "$1: $s pages submitted, not $3"
+	[ "$c" = "$4" ] || fail "$1: $c pages found cached, not $4"
+	[ "$resident" = "$5" ] || fail "$1: resident after the mapping: $resident, not $5"
+}
+case_run cold "" 144 0 0-143
+case_run both "0-15 128-143" 0 32 0-15,128-143
+case_run first "0-15" 16 16 0-15,128-143
+echo "PASS: a 1024 KiB gap joins two runs into 144 pages read cold; with both runs cached nothing is read, with the first cached only the second's 16 pages"
