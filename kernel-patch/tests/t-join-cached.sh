@@ -5,9 +5,9 @@
 # Runs of marked pages are joined across the gaps between them, which are
 # read to save a request (vm.pbitmap_merge_gap_kb).  That pays only where
 # pages on both sides of a gap are read: a gap between marked pages that
-# are cached already is read for nothing (on a full machine, where a
-# program's libraries stay partly cached, python3's plan with a 1 MiB gap
-# made requests of 1016-1280 KiB, mostly gap).
+# are cached already is read for nothing (a second gdb started after
+# memory pressure, while the first ran, read 21.5 MiB with a 1 MiB gap
+# where 11.4 were needed: kernel-patch/bench/second-instance.sh).  0027.
 #
 # A data file of 8 MiB is stamped with two runs, pages 0-15 and 128-143,
 # and mapped with a fixed gap of 1024 KiB, which joins them.  Three copies,
