@@ -271,7 +271,7 @@ vm-stock-check: image stock-kernel $(BUILD)/pbitmapd
 # AE_AML_LOOP_TIMEOUT evaluating the PCI routing table (_PRT), virtio gets
 # no interrupt and the boot hangs at the root disk; the guest's devices
 # then take the interrupt lines the firmware (SeaBIOS) assigned instead.
-VM_DEBUG_TESTS := t-kunit t-crafted t-learn t-learn-rules t-learn-crash t-cache-share t-cache-attacker t-record-4m \
+VM_DEBUG_TESTS := t-kunit t-join-cached t-crafted t-learn t-learn-rules t-learn-crash t-cache-share t-cache-attacker t-record-4m \
 		  t-crafted-mmap t-learn-vma-lock \
 		  t-memcg-prefetch t-learn-storm t-plan t-plan-order t-plan-pace t-plan-later t-plan-meta t-plan-meta-interp t-crafted-plan t-plan-cost t-learn-verity t-plan-audit t-plan-wait t-learn-share \
 		  t-learn-lsm
