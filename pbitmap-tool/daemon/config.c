@@ -74,6 +74,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
 	[PBD_SET_READ_LIBRARIES] = "PBITMAP_DAEMON_READ_LIBRARIES",
 	[PBD_SET_READ_PLAN] = "PBITMAP_DAEMON_READ_PLAN",
+	[PBD_SET_SKIP_CACHED] = "PBITMAP_DAEMON_SKIP_CACHED",
 	[PBD_SET_METADATA] = "PBITMAP_DAEMON_METADATA",
 	[PBD_SET_CHILD_CPU] = "PBITMAP_DAEMON_CHILD_CPU_S",
 };
@@ -167,6 +168,10 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 		if (!config_bool(val, &pbd.cfg.learn_plans))
 			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
 		break;
+	case PBD_SET_SKIP_CACHED:
+		if (!config_bool(val, &pbd.cfg.skip_cached))
+			return pb_error(path, "line %u: %s=%s is not yes or no", line, key, val);
+		break;
 	case PBD_SET_METADATA:
 		pbd.cfg.metadata_auto = !strcasecmp(val, "auto");
 		if (!pbd.cfg.metadata_auto && !config_bool(val, &pbd.cfg.metadata))
@@ -237,7 +242,7 @@ int config_load(const char *path)
 				 .children = 4, .learn = PBD_LEARN_OWNER,
 				 .learn_interval_s = 60, .learn_window_ms = 10000,
 				 .learn_plans = true, .learn_fault_around = PBD_FA_WINDOWS,
-				 .read_plan = PBD_READ_YES,
+				 .read_plan = PBD_READ_YES, .skip_cached = true,
 				 .metadata = true, .metadata_auto = true, .child_cpu_s = CHILD_CPU };
 	fp = fopen(path, "re");
 	if (!fp)
@@ -429,6 +434,9 @@ int config_print(void)
 			break;
 		case PBD_SET_LEARN_PLANS:
 			snprintf(val, sizeof(val), "%s", c->learn_plans ? "yes" : "no");
+			break;
+		case PBD_SET_SKIP_CACHED:
+			snprintf(val, sizeof(val), "%s", c->skip_cached ? "yes" : "no");
 			break;
 		case PBD_SET_LEARN_FAULT_AROUND:
 			snprintf(val, sizeof(val), "%s", fault_around_names[c->learn_fault_around]);

@@ -71,7 +71,7 @@ enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
 	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SET_READ_LIBRARIES,
-	PBD_SET_READ_PLAN,
+	PBD_SET_READ_PLAN, PBD_SET_SKIP_CACHED,
 	PBD_SET_METADATA, PBD_SET_CHILD_CPU, PBD_SETTINGS
 };
 
@@ -96,6 +96,7 @@ struct config {
 	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan */
 	enum pbd_read { PBD_READ_AUTO, PBD_READ_YES, PBD_READ_NO } read_program,
 		read_libraries, read_plan;
+	bool skip_cached;	/* PBITMAP_DAEMON_SKIP_CACHED: pb_willneed_skip_cached() */
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
 	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */

@@ -811,7 +811,8 @@ int pb_cmd_run(int argc, char **argv);
 
 /*
  * Issue asynchronous readahead for every granule marked for prefetch in
- * the open file's record, ranges less than @gap bytes apart joined into
+ * the open file's record, ranges wholly cached left out
+ * (pb_cached_whole()), ranges less than @gap bytes apart joined into
  * one extent, in file order until the next would pass @limit bytes (0:
  * no limit).  Does not wait for I/O.  Stores the number of extents and
  * bytes requested when the pointers are non-NULL.  Returns 0 or PB_FAIL.
@@ -825,6 +826,21 @@ int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *
  */
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
 		uint64_t limit, uint64_t *extents, uint64_t *bytes);
+/*
+ * Whether a range of the file open as @fd is wholly in the page cache
+ * (willneed.c, cachestat(2)): pb_cached_probe() asks once whether any page
+ * of the file is, and pb_cached_whole() then whether every page of
+ * [@off, @end) is; false wherever the kernel cannot say.
+ */
+struct pb_cached {
+	int fd;
+	bool any;
+	uint64_t page;
+};
+void pb_cached_probe(int fd, struct pb_cached *c);
+bool pb_cached_whole(const struct pb_cached *c, uint64_t off, uint64_t end);
+/* Whether pb_cached_probe() asks at all: off (every range read) until set. */
+void pb_willneed_skip_cached(bool on);
 /*
  * posix_fadvise(POSIX_FADV_WILLNEED) of @len bytes at @off of @fd in calls
  * of at most @chunk bytes (pb_willneed_chunk()): the kernel reads no more

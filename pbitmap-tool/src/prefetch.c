@@ -112,6 +112,7 @@ int pb_cmd_prefetch(int argc, char **argv)
 
 	if (ret >= 0)
 		return ret;
+	pb_willneed_skip_cached(true);
 	return pb_for_each_file(argc, argv, false, 0, prefetch_one, NULL);
 }
 
@@ -1123,26 +1124,59 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 }
 
 /*
- * Submit run @r of the file open as @fd, on device @dev (the plan's entry
- * names it, and plan_open() checked that), within the budget: true if it
- * was.  A run that does not fit, or that the kernel refuses, ends the
+ * Submit [@off, @end) of the file open as @fd within the budget: true if
+ * it was.  A range that does not fit, or that the kernel refuses, ends the
  * file's reads (*@left, its runs still to come, 0).
  */
-static bool plan_read_run(const struct pb_plan_run *r, int fd, dev_t dev, uint32_t *left,
-			  struct pb_exec_prefetch *p)
+static bool plan_read_range(int fd, uint64_t off, uint64_t end, uint64_t chunk, uint32_t *left,
+			    struct pb_exec_prefetch *p)
 {
-	if (p->budget && p->bytes + r->length > p->budget) {
+	if (p->budget && p->bytes + (end - off) > p->budget) {
 		p->skip_budget++;	/* the rest of this file */
 		*left = 0;
 		return false;
 	}
-	if (pb_willneed_range(fd, r->offset, r->length, pb_willneed_chunk(dev))) {
+	if (pb_willneed_range(fd, off, end - off, chunk)) {
 		*left = 0;
 		return false;
 	}
 	p->extents++;
-	p->bytes += r->length;
+	p->bytes += end - off;
 	return true;
+}
+
+/*
+ * Submit run @r of the file open as @fd, on device @dev (the plan's entry
+ * names it, and plan_open() checked that), @cached what the page cache
+ * holds of it: its steps wholly cached left out (pb_cached_whole(), so
+ * that no gap is read around cached pages alone) and the others joined
+ * again across @p->gap, as pb_plan_runs() joined them.  True if every
+ * range left was submitted (none left, every page cached, counts as
+ * submitted).
+ */
+static bool plan_read_run(const struct pb_plan_view *v, const struct pb_plan_run *r, int fd,
+			  const struct pb_cached *cached, dev_t dev, uint32_t *left,
+			  struct pb_exec_prefetch *p)
+{
+	uint64_t open_off = 0, open_end = 0, chunk = pb_willneed_chunk(dev);
+
+	for (uint32_t s = r->first; s <= r->last; s++) {
+		uint64_t off = (uint64_t)le32toh(v->steps[s].start) << PBITMAP_PLAN_UNIT_SHIFT;
+		uint64_t end = off + ((uint64_t)le32toh(v->steps[s].nr) << PBITMAP_PLAN_UNIT_SHIFT);
+
+		if (pb_cached_whole(cached, off, end))
+			continue;
+		/* canonical: a step starts at or after the one before it ends */
+		if (open_end > open_off && off - open_end < p->gap) {
+			open_end = end;
+			continue;
+		}
+		if (open_end > open_off && !plan_read_range(fd, open_off, open_end, chunk, left, p))
+			return false;
+		open_off = off;
+		open_end = end;
+	}
+	return open_end == open_off || plan_read_range(fd, open_off, open_end, chunk, left, p);
 }
 
 /*
@@ -1160,6 +1194,7 @@ static bool plan_read_run(const struct pb_plan_run *r, int fd, dev_t dev, uint32
 static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch *p)
 {
 	enum { UNOPENED = -2, LEFT_OUT = -1 };
+	struct pb_cached *cached;
 	struct pb_plan_run *runs;
 	uint32_t nr_runs, *left;
 	struct rlimit nofile;
@@ -1169,7 +1204,10 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 	if (pb_plan_runs(v, p->gap, &runs, &nr_runs))
 		return;
 	fds = malloc(v->nr_files * (sizeof(*fds) + sizeof(*left)));
-	if (!fds) {
+	cached = calloc(v->nr_files, sizeof(*cached));
+	if (!fds || !cached) {
+		free(fds);
+		free(cached);
 		free(runs);
 		return;
 	}
@@ -1200,13 +1238,14 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 				*fd = LEFT_OUT;
 			} else if ((*fd = plan_open(v, r->file, p)) >= 0) {
 				p->files++;
+				pb_cached_probe(*fd, &cached[r->file]);
 			} else {
 				*fd = LEFT_OUT;
 			}
 		}
 		if (*fd >= 0)
-			sent = plan_read_run(r, *fd, le32toh(v->files[r->file].dev),
-					     &left[r->file], p);
+			sent = plan_read_run(v, r, *fd, &cached[r->file],
+					     le32toh(v->files[r->file].dev), &left[r->file], p);
 		if (!sent && (int64_t)r->file == p->exe_entry)
 			exe_whole = false;
 		if (*fd >= 0 && !left[r->file]) {
@@ -1215,6 +1254,7 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 		}
 	}
 	p->exe_planned = exe_whole;
+	free(cached);
 	free(fds);	/* each file's descriptor was closed at its last run */
 	free(runs);
 }
@@ -1391,6 +1431,7 @@ int pb_cmd_run(int argc, char **argv)
 		return ret;
 	if (!cmd[0])
 		return pb_usage_error("run: no CMD given");
+	pb_willneed_skip_cached(true);
 	prefetch_for(cmd);
 	fflush(NULL);
 	execvp(cmd[0], cmd);

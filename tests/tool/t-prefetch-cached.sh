@@ -1,0 +1,180 @@
+#!/bin/bash
+# t-prefetch-cached: `pbitmap prefetch` and pbitmapd read no gap to join
+# pages that are cached already (a marked range whose pages are all cached
+# is left out before ranges are joined), as the kernel does not since its
+# patch 0027; and the limit the kernel puts on it in user space.
+#
+# A data file of 8 MiB on a loop-mounted ext4, stamped with 4 KiB granules
+# marking pages 256-271 and 280-295 (1 MiB in: not what the tool's own
+# read of the file's head brings in): the 32 KiB gap between the runs is
+# under `prefetch`'s join gap (64 KiB), so read cold the two go out as one
+# extent of 40 pages.  Evicted (POSIX_FADV_DONTNEED) before each case,
+# pages put in the cache with pread() under POSIX_FADV_RANDOM (no
+# readahead), resident pages from 128 on read with mincore() as root (the
+# tool reads the file's head itself).
+# `pbitmap prefetch -v`'s report is asserted exactly, and that no page
+# outside those named is resident after it (readahead may drop pages it
+# cannot allocate on a busy host, never read more):
+#   cold   nothing cached: one extent, 163840 bytes; pages 256-295
+#   both   both runs cached: nothing asked for (0 extents); the gap, 272-279,
+#          still not resident
+#   first  the first run cached: the second run alone, 65536 bytes; the
+#          gap not resident
+#   nobody the first run cached, `prefetch` run as user nobody, who may read
+#          the file but neither owns it nor may write it: the kernel answers
+#          cachestat(2) to the owner, a writer and CAP_FOWNER only (as
+#          mincore(2); Debian's 6.12 as mainline), so the whole joined
+#          extent is read, 163840 bytes
+#   owner  the same with the file given to nobody: 65536 bytes
+# pbitmapd (the ASan build, its defaults but the join gap, 64 KiB, and
+# learning off), a copy of sleep on the same ext4 planned with the data
+# file (one step per run; the plan's reads are trimmed the same way before
+# they are joined; the file then unstamped, so that no open of it starts a
+# read of its own), each exec 2 s after the last (the daemon reads a
+# program once in 2 s), its log line asserted exactly:
+#   cold, first, both  as root: 1 extent of 163840 bytes, 1 of 65536, none
+#   nobody-exec        both runs cached, exec'd by nobody (the daemon's
+#          reader takes the exec'ing user, without capabilities): the
+#          kernel refuses cachestat, and the 163840 bytes are read
+# The tool asks the page cache with cachestat(2), Linux 6.5: on an older
+# kernel the test fails and says so.
+source "$(dirname "$0")/../lib.sh"
+source "$TOP/tests/lib/daemon.sh"
+need python3 mkfs.ext4 mount umount truncate setpriv timeout
+[[ $(id -u) == 0 ]] || fail "must run as root: a loop mount, and pbitmapd watches filesystems with fanotify"
+
+d=$(tmpdir)
+mkdir "$d/ext4"
+truncate -s 64M "$d/ext4.img"
+mkfs.ext4 -q -F "$d/ext4.img" || fail "mkfs.ext4"
+mount -o loop "$d/ext4.img" "$d/ext4" && at_exit "umount $d/ext4" || fail "cannot loop-mount ext4"
+[ "$(getconf PAGESIZE)" = 4096 ] || fail "the test's page numbers assume 4 KiB pages"
+
+cat >"$d/pages.py" <<'EOF'
+import mmap, os, sys
+verb, path = sys.argv[1], sys.argv[2]
+fd = os.open(path, os.O_RDONLY)
+size = os.fstat(fd).st_size
+if verb == "evict":
+    os.fsync(fd)
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+elif verb == "cache":
+    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
+    first, last = map(int, sys.argv[3].split("-"))
+    for p in range(first, last + 1):
+        os.pread(fd, 4096, p * 4096)
+elif verb == "count":
+    import ctypes
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int,
+                          ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    addr = libc.mmap(None, size, 0, mmap.MAP_SHARED, fd, 0)	# PROT_NONE
+    vec = (ctypes.c_ubyte * (size // 4096))()
+    if libc.mincore(ctypes.c_void_p(addr), ctypes.c_size_t(size), vec) != 0:
+        sys.exit("mincore: errno %d" % ctypes.get_errno())
+    lo = int(sys.argv[3]) if len(sys.argv) > 3 else 0	# pages before it: not asked
+    runs, start = [], None
+    for i, v in enumerate([0] * lo + list(vec[lo:]) + [0]):
+        if v & 1 and start is None:
+            start = i
+        elif not v & 1 and start is not None:
+            runs.append("%d-%d" % (start, i - 1))
+            start = None
+    print(",".join(runs) or "none")
+EOF
+
+f=$d/ext4/data
+head -c 8M /dev/urandom >"$f" || fail "cannot write the data file"
+"$PBITMAP" add -q --page-shift 12 "$f" || fail "pbitmap add failed"
+"$PBITMAP" set --pages 256-271,280-295 "$f" || fail "pbitmap set failed"
+
+python3 -c 'import ctypes, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+fd = os.open(sys.argv[1], os.O_RDONLY)
+buf = (ctypes.c_uint64 * 5)()
+rng = (ctypes.c_uint64 * 2)(0, 0)
+sys.exit(0 if libc.syscall(451, fd, rng, buf, 0) == 0 else 1)' "$f" ||
+	fail "cachestat(2) failed on $(uname -r): the tool needs Linux 6.5 for this"
+chmod 755 "$d" "$d/ext4" "$(dirname "$d")"
+chmod 644 "$f"
+
+# cache_only RANGES: the file evicted, then RANGES (first-last) read into the cache
+cache_only() {
+	python3 "$d/pages.py" evict "$f"
+	local left
+	left=$(python3 "$d/pages.py" count "$f")
+	[ "$left" = none ] || fail "the file not evicted: pages $left still cached"
+	for r in $1; do python3 "$d/pages.py" cache "$f" "$r"; done
+}
+
+# case NAME CACHED-RANGES WANT-OUTPUT WANT-RESIDENT [USER]
+case_run() {
+	local out resident as=()
+	cache_only "$2"
+	[ -z "${5:-}" ] || as=(setpriv --reuid="$5" --regid="$5" --clear-groups --)
+	out=$("${as[@]}" "$PBITMAP" prefetch -v "$f" 2>&1) || fail "$1: prefetch failed: $out"
+	sleep 0.5	# WILLNEED does not wait for its reads
+	resident=$(python3 "$d/pages.py" count "$f" 128)	# the tool reads the head itself
+	echo "$1: cached before ${2:-nothing}; $out; resident after: $resident"
+	[ "$out" = "$f: $3" ] || fail "$1: prefetch said '$out', not '$f: $3'"
+	# No page outside the wanted ones: WILLNEED's readahead may drop what it
+	# cannot allocate on a busy host, but a gap read shows here.
+	python3 - "$resident" "$4" <<'PY' || fail "$1: resident after prefetch: $resident, more than $4"
+import sys
+def pages(spec):
+    out = set()
+    for r in ([] if spec == "none" else spec.split(",")):
+        a, _, b = r.partition("-")
+        out.update(range(int(a), int(b or a) + 1))
+    return out
+sys.exit(0 if pages(sys.argv[1]) <= pages(sys.argv[2]) else 1)
+PY
+}
+case_run cold "" "1 extents, 163840 bytes" 256-295
+case_run both "256-271 280-295" "0 extents, 0 bytes" 256-271,280-295
+case_run first "256-271" "1 extents, 65536 bytes" 256-271,280-295
+case_run nobody "256-271" "1 extents, 163840 bytes" 256-295 65534
+chown 65534 "$f" || fail "chown"
+case_run owner "256-271" "1 extents, 65536 bytes" 256-271,280-295 65534
+chown 0 "$f" || fail "chown"
+pass "prefetch reads the joined 40 pages cold, nothing with both runs cached, the second run alone" \
+	"with the first cached; for a reader who neither owns nor may write the file, all 40"
+
+# pbitmapd: a plan's reads, for root's exec and for nobody's
+p=$d/ext4/prog
+cp /bin/sleep "$p" && chmod 755 "$p" && "$PBITMAP" add -q --plan-size 4K "$p" &&
+	"$PBITMAP" plan "$p" "$f" || fail "cannot plan $p"
+# Unstamped once planned (the plan keeps its steps): the test's own opens of
+# the file must not start the daemon's read of a stamped data file's pages
+"$PBITMAP" strip -q "$f" || fail "cannot strip $f"
+cd "$d" || fail "cd $d"
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=64\n' >on.conf
+daemon_start on.conf
+# exec_case NAME CACHED-RANGES WANT [USER]: prog exec'd (5 s: the daemon
+# reads the plan while it runs), its log line "plan, 1 files, WANT"
+exec_case() {
+	local as=() pid line
+	sleep 2.1	# the daemon reads a program once in 2 s (skip_recent)
+	cache_only "$2"
+	[ -z "${4:-}" ] || as=(setpriv --reuid="$4" --regid="$4" --clear-groups --)
+	"${as[@]}" "$p" 5 &
+	pid=$!
+	for _ in $(seq 200); do
+		line=$(grep "^pbitmapd: $p: pid $pid: " daemon.log)
+		[ -n "$line" ] && break
+		sleep 0.1
+	done
+	kill "$pid"
+	wait "$pid" 2>/dev/null
+	echo "$1: cached before ${2:-nothing}; $line"
+	[ "$line" = "pbitmapd: $p: pid $pid: plan, 1 files, $3" ] ||
+		fail "$1: want 'plan, 1 files, $3'; the daemon logged '$line'"
+}
+exec_case cold "" "1 extents, 163840 bytes"
+exec_case first "256-271" "1 extents, 65536 bytes"
+exec_case both "256-271 280-295" "0 extents, 0 bytes"
+exec_case nobody-exec "256-271 280-295" "1 extents, 163840 bytes" 65534
+daemon_stop
+pass "pbitmapd (SKIP_CACHED=yes, the default): a plan's cached steps left out for root's exec;" \
+	"nobody's reads all 40 pages"
