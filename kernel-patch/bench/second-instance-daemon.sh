@@ -1,0 +1,104 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+# second-instance-daemon.sh: second-instance.sh for pbitmapd on Debian's
+# own 6.12 (no pbitmap patch): a second instance of a program started
+# while the first runs, after memory pressure, with pbitmapd's
+# PBITMAP_DAEMON_SKIP_CACHED=yes (a range whose pages are all cached left
+# out before ranges are joined) against =no, alternately in one boot.  A
+# guest job, not part of make check nor of make bench: copy it into a test
+# directory as t-second-instance-daemon.sh with build/pbitmapd beside it,
+# and run the stock kernel on it:
+#
+#   KERNEL=build/stock/vmlinuz INITRD=build/stock/initrd.img \
+#     VM_RELEASE=$(cat build/stock/release) VM_TCG_THREAD=single \
+#     kernel-patch/scripts/vm --tests DIR
+#
+# gdb's and python3's own files (the guest's root, a snapshot) are stamped
+# in place, their bitmaps from `pbitmap record`, plans from `pbitmap
+# plan`; pbitmapd with a fixed 1024 KiB join gap (what
+# pbitmap-device-gap.service sets on the 150-IOPS disk) and learning off.
+# Per run: drop the caches, start instance 1 in the background, let it
+# settle, read a sparse file of 1.25x MemTotal, then time instance 2 and
+# count vda's reads and what the daemon asked for (its extents and bytes).
+# Every program runs as root, who owns the files: cachestat(2) answers.
+# RUNS (3) runs of each program under each setting.  One line per run.
+set -euo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+PBITMAPD=$HERE/pbitmapd
+W=/var/tmp/second-instance-daemon
+RUNS=${RUNS:-3}
+[ ! -e /proc/sys/vm/pbitmap_enabled ] || { echo "FAIL: $(uname -r) has the pbitmap patch: run Debian's"; exit 1; }
+[ -x "$PBITMAPD" ] || { echo "FAIL: no pbitmapd beside the job"; exit 1; }
+rm -rf "$W" && mkdir -p "$W" && cd "$W"
+settle() { local ir w i; for i in $(seq 200); do read -r ir w </sys/block/vda/inflight; [ "$ir" = 0 ] && return; sleep 0.05; done; }
+stamp() {	# PROGRAM RECORD-COMMAND...: stamp PROGRAM and its libraries, record, plan
+	local prog=$1 f
+	local -a files real=()
+	shift
+	files=("$prog" $(ldd "$prog" | awk '/=>/ { print $3 } /ld-linux/ && !/=>/ { print $1 }'))
+	for f in "${files[@]}"; do real+=("$(readlink -f "$f")"); done
+	mapfile -t real < <(printf '%s\n' "${real[@]}" | awk '!seen[$0]++')
+	pbitmap add -q "${real[@]}"
+	pbitmap record -- "$@" >/dev/null 2>record.err || { cat record.err; exit 1; }
+	pbitmap plan "$prog" "${real[@]}"
+	echo "$prog: ${#real[@]} files; $(pbitmap show "$prog" | grep -m1 '^ *plan ')"
+	printf '%s\n' "${real[@]}" >"files.$(basename "$prog")"
+}
+resident_kib() {	# LIST-FILE: KiB of its files in the page cache
+	fincore --bytes --noheadings --raw --output RES $(cat "$1") | awk '{ s += $1 } END { print int(s / 1024) }'
+}
+counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
+DPID=
+start_daemon() {	# SKIP_CACHED
+	printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_JOIN_GAP_KB=1024\nPBITMAP_DAEMON_CHILD_CPU_S=10\nPBITMAP_DAEMON_SKIP_CACHED=%s\n' \
+		"$1" >d.conf
+	rm -f status
+	"$PBITMAPD" -c d.conf -s "$W/status" 2>>daemon.log &
+	DPID=$!
+	for _ in $(seq 100); do [ -s status ] && return 0; sleep 0.1; done
+	echo "FAIL: pbitmapd wrote no status"; exit 1
+}
+stop_daemon() { [ -z "$DPID" ] || { kill "$DPID"; wait "$DPID" || true; DPID=; }; }
+trap stop_daemon EXIT
+stamp /usr/bin/gdb /usr/bin/gdb -batch
+stamp "$(readlink -f /usr/bin/python3)" "$(readlink -f /usr/bin/python3)" -c pass
+sync
+mem_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
+truncate -s $((mem_kb * 1280)) /var/tmp/fill
+one() {	# LABEL FILES CMD-OF-INSTANCE-1 -- CMD-OF-INSTANCE-2
+	local label=$1 list=$2 t0 t1 r0 r1 se0 se1 e0 e1 b0 b1 bg before
+	local -a first=() second=()
+	shift 2
+	while [ "$1" != -- ]; do first+=("$1"); shift; done
+	shift
+	second=("$@")
+	sync; echo 3 >/proc/sys/vm/drop_caches; sleep 1
+	"${first[@]}" >/dev/null 2>&1 &
+	bg=$!
+	sleep 8; settle
+	cat /var/tmp/fill >/dev/null
+	before=$(resident_kib "$list")
+	sleep 1.1	# the status file is written at most once a second
+	e0=$(counter extents) b0=$(counter bytes)
+	read -r r0 _ se0 _ </sys/block/vda/stat
+	t0=${EPOCHREALTIME/./}
+	"${second[@]}" >/dev/null 2>&1
+	t1=${EPOCHREALTIME/./}
+	settle; sleep 1.1
+	read -r r1 _ se1 _ </sys/block/vda/stat
+	e1=$(counter extents) b1=$(counter bytes)
+	echo "$label resident-before-KiB $before requests $((r1 - r0)) KiB $(((se1 - se0) / 2)) daemon-extents $((e1 - e0)) daemon-KiB $(((b1 - b0) / 1024)) ms $(((t1 - t0) / 1000))"
+	kill -9 "$bg" 2>/dev/null || true; pkill -9 -x sleep || true
+	wait "$bg" 2>/dev/null || true
+}
+py=$(readlink -f /usr/bin/python3)
+for i in $(seq "$RUNS"); do
+	for skip in yes no; do
+		start_daemon "$skip"
+		one "gdb run$i skip-cached=$skip" files.gdb /usr/bin/gdb -batch -ex 'shell sleep 120' -- /usr/bin/gdb -batch
+		one "python3 run$i skip-cached=$skip" "files.$(basename "$py")" "$py" -c 'import time; time.sleep(120)' -- "$py" -c pass
+		stop_daemon
+	done
+done
+rm -f /var/tmp/fill
+echo "PASS: t-second-instance-daemon"
