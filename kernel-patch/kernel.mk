@@ -233,7 +233,7 @@ vm-lsm-check: kernel image
 		$(VM_ENV) $(VM) --tests $(VM_LSM_DIR)
 vm-check: kernel image rpm deb toolbuilds $(BUILD)/pbitmapd
 	@rm -rf $(VM_TESTS) && mkdir -p $(VM_TESTS)
-	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py tests/lib/resident.py \
+	cp -a $(KP_DIR)/tests/. tests/lib/ground_truth.py tests/lib/jaccard.py tests/lib/resident.py tests/lib/pagecache.py \
 		$(BUILD)/pbitmapd $(VM_TESTS)/
 	rm -f $(patsubst %,$(VM_TESTS)/%.sh,$(VM_LSM_TESTS) $(VM_STOCK_TESTS))
 	cp -a $(TOOLBUILDS) $(VM_TESTS)/toolbuilds
@@ -283,7 +283,7 @@ vm-debug-run: kernel image
 	@test "$(KASAN)" = 1 || { echo "vm-debug-run: use make vm-debug-check" >&2; exit 2; }
 	@rm -rf $(VM_DEBUG_DIR) && mkdir -p $(VM_DEBUG_DIR)/modules
 	cp -a $(filter-out $(KP_DIR)/tests/t-%.sh $(KP_DIR)/tests/debug $(KP_DIR)/tests/bpf,$(wildcard $(KP_DIR)/tests/*)) \
-		tests/lib/ground_truth.py tests/lib/jaccard.py tests/lib/resident.py $(VM_DEBUG_DIR)/
+		tests/lib/ground_truth.py tests/lib/jaccard.py tests/lib/resident.py tests/lib/pagecache.py $(VM_DEBUG_DIR)/
 	cp $(KP_DIR)/tests/debug/t-*.sh $(patsubst %,$(KP_DIR)/tests/%.sh,$(VM_DEBUG_TESTS)) $(VM_DEBUG_DIR)/
 	cp $(KOUT)/lib/kunit/kunit.ko $(KOUT)/mm/pbitmap/tests/pbitmap_kunit.ko $(VM_DEBUG_DIR)/modules/
 	VM_TIMEOUT=$${VM_TIMEOUT:-5400} VM_APPEND="acpi=noirq $(VM_LSM_APPEND) $${VM_APPEND:-}" \

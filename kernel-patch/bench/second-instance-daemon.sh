@@ -6,8 +6,8 @@
 # PBITMAP_DAEMON_SKIP_CACHED=yes (a range whose pages are all cached left
 # out before ranges are joined) against =no, alternately in one boot.  A
 # guest job, not part of make check nor of make bench: copy it into a test
-# directory as t-second-instance-daemon.sh with build/pbitmapd beside it,
-# and run the stock kernel on it:
+# directory as t-second-instance-daemon.sh with build/pbitmapd and
+# second-instance-lib.sh beside it, and run the stock kernel on it:
 #
 #   KERNEL=build/stock/vmlinuz INITRD=build/stock/initrd.img \
 #     VM_RELEASE=$(cat build/stock/release) VM_TCG_THREAD=single \
@@ -25,28 +25,12 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 PBITMAPD=$HERE/pbitmapd
+. "$HERE/second-instance-lib.sh"
 W=/var/tmp/second-instance-daemon
 RUNS=${RUNS:-3}
 [ ! -e /proc/sys/vm/pbitmap_enabled ] || { echo "FAIL: $(uname -r) has the pbitmap patch: run Debian's"; exit 1; }
 [ -x "$PBITMAPD" ] || { echo "FAIL: no pbitmapd beside the job"; exit 1; }
 rm -rf "$W" && mkdir -p "$W" && cd "$W"
-settle() { local ir w i; for i in $(seq 200); do read -r ir w </sys/block/vda/inflight; [ "$ir" = 0 ] && return; sleep 0.05; done; }
-stamp() {	# PROGRAM RECORD-COMMAND...: stamp PROGRAM and its libraries, record, plan
-	local prog=$1 f
-	local -a files real=()
-	shift
-	files=("$prog" $(ldd "$prog" | awk '/=>/ { print $3 } /ld-linux/ && !/=>/ { print $1 }'))
-	for f in "${files[@]}"; do real+=("$(readlink -f "$f")"); done
-	mapfile -t real < <(printf '%s\n' "${real[@]}" | awk '!seen[$0]++')
-	pbitmap add -q "${real[@]}"
-	pbitmap record -- "$@" >/dev/null 2>record.err || { cat record.err; exit 1; }
-	pbitmap plan "$prog" "${real[@]}"
-	echo "$prog: ${#real[@]} files; $(pbitmap show "$prog" | grep -m1 '^ *plan ')"
-	printf '%s\n' "${real[@]}" >"files.$(basename "$prog")"
-}
-resident_kib() {	# LIST-FILE: KiB of its files in the page cache
-	fincore --bytes --noheadings --raw --output RES $(cat "$1") | awk '{ s += $1 } END { print int(s / 1024) }'
-}
 counter() { awk -v k="$1" '$1 == k { print $2 }' status; }
 DPID=
 start_daemon() {	# SKIP_CACHED

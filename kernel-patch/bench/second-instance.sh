@@ -4,7 +4,8 @@
 # first runs, after memory pressure; a guest job, not part of make check
 # nor of make bench.  Run in the patched kernel's guest, as a test
 # directory of the vm script (copy it there as t-second-instance.sh,
-# with kernel-patch/tests/vmstatlib.sh beside it):
+# with kernel-patch/tests/vmstatlib.sh and second-instance-lib.sh beside
+# it):
 #
 #   kernel-patch/scripts/vm --tests DIR     (KERNEL=..., IMAGE=build/guest.img)
 #
@@ -25,24 +26,8 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 . "$HERE/vmstatlib.sh"
+. "$HERE/second-instance-lib.sh"
 RUNS=${RUNS:-3}
-settle() { local ir w i; for i in $(seq 200); do read -r ir w </sys/block/vda/inflight; [ "$ir" = 0 ] && return; sleep 0.05; done; }
-stamp() {	# PROGRAM RECORD-COMMAND...: stamp PROGRAM and its libraries, record, plan
-	local prog=$1 f
-	local -a files real=()
-	shift
-	files=("$prog" $(ldd "$prog" | awk '/=>/ { print $3 } /ld-linux/ && !/=>/ { print $1 }'))
-	for f in "${files[@]}"; do real+=("$(readlink -f "$f")"); done
-	mapfile -t real < <(printf '%s\n' "${real[@]}" | awk '!seen[$0]++')
-	pbitmap add -q "${real[@]}"
-	pbitmap record -- "$@" >/dev/null 2>record.err || { cat record.err; exit 1; }
-	pbitmap plan "$prog" "${real[@]}"
-	echo "$prog: ${#real[@]} files; $(pbitmap show "$prog" | grep -m1 '^ *plan ')"
-	printf '%s\n' "${real[@]}" >"files.$(basename "$prog")"
-}
-resident_kib() {	# LIST-FILE: KiB of its files in the page cache
-	fincore --bytes --noheadings --raw --output RES $(cat "$1") | awk '{ s += $1 } END { print int(s / 1024) }'
-}
 echo 0 >/proc/sys/vm/pbitmap_enabled
 stamp /usr/bin/gdb /usr/bin/gdb -batch
 stamp "$(readlink -f /usr/bin/python3)" "$(readlink -f /usr/bin/python3)" -c pass

@@ -40,22 +40,8 @@ cold_missing
 [ "$(getconf PAGESIZE)" = 4096 ] || fail "the test's page numbers assume 4 KiB pages"
 
 [ -f "$HERE/resident.py" ] || fail "no resident.py beside the tests (make vm-check copies tests/lib/resident.py)"
-# pages.py evict|cache|map FILE [PAGES]: evict FILE, read PAGES
-# (first-last) with readahead off, or map it read-only and touch nothing.
-cat >pages.py <<'EOF'
-import mmap, os, sys
-verb, path = sys.argv[1], sys.argv[2]
-fd = os.open(path, os.O_RDONLY)
-if verb == "evict":
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
-elif verb == "cache":
-    os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_RANDOM)
-    first, last = map(int, sys.argv[3].split("-"))
-    for p in range(first, last + 1):
-        os.pread(fd, 4096, p * 4096)
-elif verb == "map":
-    mmap.mmap(fd, 0, prot=mmap.PROT_READ).close()
-EOF
+[ -f "$HERE/pagecache.py" ] || fail "no pagecache.py beside the tests (make vm-check copies tests/lib/pagecache.py)"
+pages() { python3 "$HERE/pagecache.py" "$@"; }
 # The pages cached of the first run, the gap, the second run and the rest
 # (resident.py maps the file to ask mincore(): called with pbitmap off).
 resident() { python3 "$HERE/resident.py" "$1" 0-15 16-127 128-143 144-2047; }
@@ -71,13 +57,13 @@ echo 1024 >/proc/sys/vm/pbitmap_merge_gap_kb
 case_run() {
 	local f=data-$1 s0 c0 p0 s c p resident
 	cold_cond off
-	python3 pages.py evict "$f"
+	pages evict "$f"
 	[ "$(resident "$f")" = "0 0 0 0" ] || fail "$1: $f not evicted: $(resident "$f")"
-	for r in $2; do python3 pages.py cache "$f" "$r"; done
+	for r in $2; do pages cache "$f" "$r"; done
 	cold_cond on
 	s0=$(vmstat_counter pbitmap_pages_submitted) c0=$(vmstat_counter pbitmap_pages_cached)
 	p0=$(vmstat_counter pbitmap_prefetch)
-	python3 pages.py map "$f"
+	pages map "$f"
 	reads_settle
 	s=$(vmstat_delta pbitmap_pages_submitted "$s0") c=$(vmstat_delta pbitmap_pages_cached "$c0")
 	p=$(vmstat_delta pbitmap_prefetch "$p0")

@@ -1088,7 +1088,7 @@ int main(int argc, char **argv)
 		return PB_EXIT_OK;
 	}
 	config_measured_gap();
-	pb_willneed_skip_cached(pbd.cfg.skip_cached);
+	pb_willneed_set_skip_cached(pbd.cfg.skip_cached);
 	pb_note(NULL, "join gap %" PRIu64 " KiB (%s)", pbd.cfg.gap >> 10, config_gap_source());
 	if (pbd.cfg.metadata && !meta_readable())
 		pb_note(NULL, "metadata lists not read: a join gap under 256 KiB"

@@ -811,8 +811,9 @@ int pb_cmd_run(int argc, char **argv);
 
 /*
  * Issue asynchronous readahead for every granule marked for prefetch in
- * the open file's record, ranges wholly cached left out
- * (pb_cached_whole()), ranges less than @gap bytes apart joined into
+ * the open file's record, ranges wholly cached left out once
+ * pb_willneed_set_skip_cached(true) was called (pb_cached_whole()), ranges
+ * less than @gap bytes apart joined into
  * one extent, in file order until the next would pass @limit bytes (0:
  * no limit).  Does not wait for I/O.  Stores the number of extents and
  * bytes requested when the pointers are non-NULL.  Returns 0 or PB_FAIL.
@@ -827,20 +828,43 @@ int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
 		uint64_t limit, uint64_t *extents, uint64_t *bytes);
 /*
- * Whether a range of the file open as @fd is wholly in the page cache
- * (willneed.c, cachestat(2)): pb_cached_probe() asks once whether any page
- * of the file is, and pb_cached_whole() then whether every page of
- * [@off, @end) is; false wherever the kernel cannot say.
+ * Whether ranges of the file open as @fd are wholly in the page cache
+ * (willneed.c, cachestat(2)): pb_cached_probe() asks once about
+ * [@off, @end), whether any page of it is cached and whether all are, and
+ * pb_cached_whole() then about a range within it (no question when all
+ * are, or none); false wherever the kernel cannot say, and always until
+ * pb_willneed_set_skip_cached(true).
  */
 struct pb_cached {
 	int fd;
-	bool any;
+	bool any, all;
 	uint64_t page;
 };
-void pb_cached_probe(int fd, struct pb_cached *c);
+void pb_cached_probe(int fd, uint64_t off, uint64_t end, struct pb_cached *c);
 bool pb_cached_whole(const struct pb_cached *c, uint64_t off, uint64_t end);
 /* Whether pb_cached_probe() asks at all: off (every range read) until set. */
-void pb_willneed_skip_cached(bool on);
+void pb_willneed_set_skip_cached(bool on);
+/*
+ * Ranges of one file joined across a gap, in file order (willneed.c): a
+ * range that starts less than @gap bytes after the open one ends extends
+ * it.  pb_join_add() returns true when its range closed the open one,
+ * stored in *@closed; pb_join_end() closes the last.  A range that starts
+ * before the open one ends (plans are checked canonical before: none
+ * does) is not joined.
+ */
+/* The rule: a range at @off joins one that ends at @end (pb_plan_runs() too). */
+static inline bool pb_joins(uint64_t end, uint64_t off, uint64_t gap)
+{
+	return off >= end && off - end < gap;
+}
+struct pb_extent {	/* [off, end), in bytes */
+	uint64_t off, end;
+};
+struct pb_join {
+	uint64_t gap, off, end;	/* the open range: empty (off == end) at first */
+};
+bool pb_join_add(struct pb_join *j, uint64_t off, uint64_t end, struct pb_extent *closed);
+bool pb_join_end(struct pb_join *j, struct pb_extent *closed);
 /*
  * posix_fadvise(POSIX_FADV_WILLNEED) of @len bytes at @off of @fd in calls
  * of at most @chunk bytes (pb_willneed_chunk()): the kernel reads no more

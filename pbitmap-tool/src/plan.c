@@ -430,9 +430,9 @@ int pb_plan_runs(const struct pb_plan_view *v, uint64_t gap, struct pb_plan_run 
 			       << PBITMAP_PLAN_UNIT_SHIFT;
 
 		r[n].first = s;
-		/* canonical: a file's next step starts at or after @end */
 		while (s + 1 < v->nr_steps && le16toh(v->steps[s + 1].file) == file &&
-		       ((uint64_t)le32toh(v->steps[s + 1].start) << PBITMAP_PLAN_UNIT_SHIFT) - end < gap) {
+		       pb_joins(end, (uint64_t)le32toh(v->steps[s + 1].start) << PBITMAP_PLAN_UNIT_SHIFT,
+				gap)) {
 			s++;
 			end = ((uint64_t)le32toh(v->steps[s].start) + le32toh(v->steps[s].nr))
 			      << PBITMAP_PLAN_UNIT_SHIFT;

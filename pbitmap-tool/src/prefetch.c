@@ -112,7 +112,7 @@ int pb_cmd_prefetch(int argc, char **argv)
 
 	if (ret >= 0)
 		return ret;
-	pb_willneed_skip_cached(true);
+	pb_willneed_set_skip_cached(true);
 	return pb_for_each_file(argc, argv, false, 0, prefetch_one, NULL);
 }
 
@@ -1124,24 +1124,26 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 }
 
 /*
- * Submit [@off, @end) of the file open as @fd within the budget: true if
- * it was.  A range that does not fit, or that the kernel refuses, ends the
+ * Submit @range of the file open as @fd within the budget: true if it
+ * was.  A range that does not fit, or that the kernel refuses, ends the
  * file's reads (*@left, its runs still to come, 0).
  */
-static bool plan_read_range(int fd, uint64_t off, uint64_t end, uint64_t chunk, uint32_t *left,
+static bool plan_read_range(int fd, struct pb_extent range, uint64_t chunk, uint32_t *left,
 			    struct pb_exec_prefetch *p)
 {
-	if (p->budget && p->bytes + (end - off) > p->budget) {
+	uint64_t len = range.end - range.off;
+
+	if (p->budget && p->bytes + len > p->budget) {
 		p->skip_budget++;	/* the rest of this file */
 		*left = 0;
 		return false;
 	}
-	if (pb_willneed_range(fd, off, end - off, chunk)) {
+	if (pb_willneed_range(fd, range.off, len, chunk)) {
 		*left = 0;
 		return false;
 	}
 	p->extents++;
-	p->bytes += end - off;
+	p->bytes += len;
 	return true;
 }
 
@@ -1158,25 +1160,21 @@ static bool plan_read_run(const struct pb_plan_view *v, const struct pb_plan_run
 			  const struct pb_cached *cached, dev_t dev, uint32_t *left,
 			  struct pb_exec_prefetch *p)
 {
-	uint64_t open_off = 0, open_end = 0, chunk = pb_willneed_chunk(dev);
+	uint64_t chunk = pb_willneed_chunk(dev);
+	struct pb_join join = { .gap = p->gap };
+	struct pb_extent ready;
 
+	if (cached->all)
+		return true;
 	for (uint32_t s = r->first; s <= r->last; s++) {
 		uint64_t off = (uint64_t)le32toh(v->steps[s].start) << PBITMAP_PLAN_UNIT_SHIFT;
 		uint64_t end = off + ((uint64_t)le32toh(v->steps[s].nr) << PBITMAP_PLAN_UNIT_SHIFT);
 
-		if (pb_cached_whole(cached, off, end))
-			continue;
-		/* canonical: a step starts at or after the one before it ends */
-		if (open_end > open_off && off - open_end < p->gap) {
-			open_end = end;
-			continue;
-		}
-		if (open_end > open_off && !plan_read_range(fd, open_off, open_end, chunk, left, p))
+		if (!pb_cached_whole(cached, off, end) && pb_join_add(&join, off, end, &ready) &&
+		    !plan_read_range(fd, ready, chunk, left, p))
 			return false;
-		open_off = off;
-		open_end = end;
 	}
-	return open_end == open_off || plan_read_range(fd, open_off, open_end, chunk, left, p);
+	return !pb_join_end(&join, &ready) || plan_read_range(fd, ready, chunk, left, p);
 }
 
 /*
@@ -1238,7 +1236,8 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 				*fd = LEFT_OUT;
 			} else if ((*fd = plan_open(v, r->file, p)) >= 0) {
 				p->files++;
-				pb_cached_probe(*fd, &cached[r->file]);
+				pb_cached_probe(*fd, 0, le64toh(v->files[r->file].size),
+						&cached[r->file]);
 			} else {
 				*fd = LEFT_OUT;
 			}
@@ -1431,7 +1430,7 @@ int pb_cmd_run(int argc, char **argv)
 		return ret;
 	if (!cmd[0])
 		return pb_usage_error("run: no CMD given");
-	pb_willneed_skip_cached(true);
+	pb_willneed_set_skip_cached(true);
 	prefetch_for(cmd);
 	fflush(NULL);
 	execvp(cmd[0], cmd);

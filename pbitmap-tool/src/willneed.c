@@ -5,7 +5,8 @@
  * for.  posix_fadvise(POSIX_FADV_WILLNEED) starts asynchronous reads into
  * the page cache and returns; nothing here waits for the I/O.  No messages
  * (the audit module runs inside other programs), and no state but where a
- * device's chunk comes from (pb_willneed_chunk()).
+ * device's chunk comes from (pb_willneed_chunk()) and whether ranges
+ * already cached are left out (pb_willneed_set_skip_cached()).
  */
 #include <endian.h>
 #include <errno.h>
@@ -175,24 +176,26 @@ int pb_willneed_range(int fd, uint64_t off, uint64_t len, uint64_t chunk)
  * nobody reads.  The kernel does the same (pbitmap_uncached(), its patch
  * 0027: a second gdb after memory pressure read 21.5 MiB where 11.4 were
  * needed).  The page cache is asked with cachestat(2) (Linux 6.5), once
- * per file and, only if some of it is cached, once per range: after a drop
- * of the caches nothing is, and no range is asked about.  The kernel
- * answers only the file's owner, a writer and CAP_FOWNER (as mincore(2):
- * the page cache of others' files is a side channel; Debian's 6.12 as
- * mainline).  pbitmapd's readers take the exec'ing user without
+ * about the file's marked part and, only if some but not all of it is
+ * cached, once per range: after a drop of the caches nothing is, and no
+ * range is asked about.  Recent kernels (Debian's 6.12, mainline's 6.18)
+ * answer only the file's owner, a writer and
+ * CAP_FOWNER, as mincore(2): the page cache of others' files is a side
+ * channel.  pbitmapd's readers take the exec'ing user without
  * capabilities: the rule acts for root's execs of root's programs and a
- * user's of their own, and for no data file (its record is read as
- * nobody).  Only the kernel can do it for everyone.  Where cachestat is
- * missing (Linux 6.1) or refused, every range is read, as before.
+ * user's of their own, and for no data file or script (their records are
+ * read as nobody).  Only the kernel can do it for everyone.  Where
+ * cachestat is missing (Linux 6.1) or refused, every range is read, as
+ * before.
  *
- * Off until a caller turns it on (pb_willneed_skip_cached()): pbitmapd
+ * Off until a caller turns it on (pb_willneed_set_skip_cached()): pbitmapd
  * (PBITMAP_DAEMON_SKIP_CACHED), `pbitmap prefetch` and `run`.  Not the
  * LD_AUDIT module, which runs in the program at each object's open: there
  * every question is one more system call on the start-up it serves.
  */
 static bool skip_cached;
 
-void pb_willneed_skip_cached(bool on)
+void pb_willneed_set_skip_cached(bool on)
 {
 	skip_cached = on;
 }
@@ -218,35 +221,72 @@ static bool cachestat_pages(int fd, uint64_t off, uint64_t len, uint64_t *cached
 	return true;
 }
 
-void pb_cached_probe(int fd, struct pb_cached *c)
+/* [@off, @end) of @c's file in whole pages: its first page and how many */
+static uint64_t cached_pages(const struct pb_cached *c, uint64_t off, uint64_t end,
+			     uint64_t *first)
 {
-	uint64_t cached = 0;
+	*first = off / c->page;
+	return (end + c->page - 1) / c->page - *first;
+}
+
+void pb_cached_probe(int fd, uint64_t off, uint64_t end, struct pb_cached *c)
+{
+	uint64_t cached = 0, first, pages;
 
 	c->fd = fd;
 	c->page = (uint64_t)sysconf(_SC_PAGESIZE);
-	c->any = skip_cached && cachestat_pages(fd, 0, 0, &cached) && cached;	/* len 0: to the end */
+	c->any = c->all = false;
+	if (!skip_cached || end <= off)
+		return;
+	pages = cached_pages(c, off, end, &first);
+	if (!cachestat_pages(fd, first * c->page, pages * c->page, &cached))
+		return;
+	c->any = cached;
+	c->all = cached >= pages;
 }
 
 bool pb_cached_whole(const struct pb_cached *c, uint64_t off, uint64_t end)
 {
-	uint64_t cached, first = off / c->page, last = (end + c->page - 1) / c->page;
+	uint64_t cached, first, pages;
 
-	return c->any && end > off &&
-	       cachestat_pages(c->fd, first * c->page, (last - first) * c->page, &cached) &&
-	       cached >= last - first;
+	if (c->all || !c->any || end <= off)
+		return c->all;
+	pages = cached_pages(c, off, end, &first);
+	return cachestat_pages(c->fd, first * c->page, pages * c->page, &cached) &&
+	       cached >= pages;
 }
 
-/* Ask for [@off, @end) unless it passes @limit: false to stop there. */
-static bool willneed_extent(int fd, uint64_t off, uint64_t end, uint64_t chunk, uint64_t limit,
+bool pb_join_add(struct pb_join *j, uint64_t off, uint64_t end, struct pb_extent *closed)
+{
+	bool open = j->end > j->off;
+
+	if (open && pb_joins(j->end, off, j->gap)) {
+		j->end = end;
+		return false;
+	}
+	*closed = (struct pb_extent){ j->off, j->end };
+	*j = (struct pb_join){ .gap = j->gap, .off = off, .end = end };
+	return open;
+}
+
+bool pb_join_end(struct pb_join *j, struct pb_extent *closed)
+{
+	*closed = (struct pb_extent){ j->off, j->end };
+	*j = (struct pb_join){ .gap = j->gap };
+	return closed->end > closed->off;
+}
+
+/* Ask for @r unless it passes @limit: false to stop there. */
+static bool willneed_extent(int fd, struct pb_extent r, uint64_t chunk, uint64_t limit,
 			    uint64_t *n_ext, uint64_t *n_bytes, int *err)
 {
-	if (limit && *n_bytes + (end - off) > limit)
+	if (limit && *n_bytes + (r.end - r.off) > limit)
 		return false;	/* the budget: the file's first ranges, which start-up needs first */
-	*err = pb_willneed_range(fd, off, end - off, chunk);
+	*err = pb_willneed_range(fd, r.off, r.end - r.off, chunk);
 	if (*err)
 		return false;
 	(*n_ext)++;
-	*n_bytes += end - off;
+	*n_bytes += r.end - r.off;
 	return true;
 }
 
@@ -254,9 +294,10 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 		uint64_t limit, uint64_t *extents, uint64_t *bytes)
 {
 	uint64_t nr = pb_nr_pages(r), first, count, n_ext = 0, n_bytes = 0;
-	uint64_t open_off = 0, open_end = 0;	/* the joined range, empty at first */
 	unsigned int shift = pb_page_shift(r);
-	struct pb_cached cached;
+	struct pb_cached cached = { .fd = -1 };	/* nothing marked: not asked */
+	struct pb_join join = { .gap = gap };
+	struct pb_extent ready;
 	unsigned char *plane;
 	bool going = true;
 	struct stat st;
@@ -270,8 +311,10 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 	if (!plane)
 		return ENOMEM;
 	pb_effective(r, plane);
-	pb_cached_probe(fd, &cached);
-	for (uint64_t n = 0; going && pb_next_run(plane, nr, n, &first, &count);
+	/* one question from the first marked page on: every page cached, nothing read */
+	if (pb_next_run(plane, nr, 0, &first, &count))
+		pb_cached_probe(fd, first << shift, content, &cached);
+	for (uint64_t n = 0; going && !cached.all && pb_next_run(plane, nr, n, &first, &count);
 	     n = first + count) {
 		uint64_t off = first << shift, end = (first + count) << shift;
 
@@ -279,20 +322,11 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 			end = content;	/* the last granule may be partial */
 		if (off >= end)
 			break;
-		if (pb_cached_whole(&cached, off, end))
-			continue;
-		if (open_end > open_off && off - open_end < gap) {
-			open_end = end;
-			continue;
-		}
-		if (open_end > open_off)
-			going = willneed_extent(fd, open_off, open_end, chunk, limit,
-						&n_ext, &n_bytes, &err);
-		open_off = off;
-		open_end = end;
+		if (!pb_cached_whole(&cached, off, end) && pb_join_add(&join, off, end, &ready))
+			going = willneed_extent(fd, ready, chunk, limit, &n_ext, &n_bytes, &err);
 	}
-	if (going && open_end > open_off)
-		willneed_extent(fd, open_off, open_end, chunk, limit, &n_ext, &n_bytes, &err);
+	if (going && pb_join_end(&join, &ready))
+		willneed_extent(fd, ready, chunk, limit, &n_ext, &n_bytes, &err);
 	free(plane);
 	if (extents)
 		*extents = n_ext;

@@ -21,8 +21,11 @@
 #   - `run -v` resolves DT_NEEDED like ld.so: libraries built here, found
 #     through DT_RUNPATH with $ORIGIN, through the executable's DT_RPATH
 #     inherited by a library's own needs, through LD_LIBRARY_PATH past a
-#     32-bit library of the same name; they are prefetched (extents > 0,
-#     pages resident).  For those programs and for python3.11, clang and
+#     32-bit library of the same name; they are prefetched (each reported
+#     with its extents, pages resident: the extents may be 0, as the tool's
+#     own reads of these small files, their headers and records, cache
+#     every marked page, and `run` leaves out ranges already cached; the
+#     rule is t-prefetch-cached's).  For those programs and for python3.11, clang and
 #     eu-elflint, the set of files (by inode) equals ldd's.
 #   - Libraries in glibc-hwcaps subdirectories (glibc 2.33+): a DT_RPATH
 #     directory with a copy of libpbtb.so in glibc-hwcaps/x86-64-v2/ (which
@@ -377,7 +380,7 @@ check_run() {
 	evict dt/lib/libpbtb.so dt/lib/libpbta.so dt/lib/libpbta2.so "dt/$prog"
 	expect_status 0 env "$@" "$PBITMAP" run -v -- "dt/$prog"
 	a=$(extents_of libpbtb.so)
-	[[ -n $a && $a -gt 0 ]] || fail "run -v $prog: libpbtb.so not reported with extents > 0: $(cat "$ERR")"
+	[[ -n $a ]] || fail "run -v $prog: libpbtb.so not reported with its extents: $(cat "$ERR")"
 	wait_resident dt/lib/libpbtb.so env "$@" "$PBITMAP" run -v -- "dt/$prog"
 	diff <(run_files) <(env "$@" bash -c "$(declare -f ldd_files); ldd_files dt/$prog") >"$d/.diff" ||
 		fail "run -v $prog loads other files than ld.so: $(cat "$d/.diff")"
@@ -385,14 +388,14 @@ check_run() {
 
 check_run prog LD_LIBRARY_PATH=
 a=$(extents_of libpbta.so)
-[[ -n $a && $a -gt 0 ]] || fail "run -v prog: libpbta.so not reported with extents > 0: $(cat "$ERR")"
+[[ -n $a ]] || fail "run -v prog: libpbta.so not reported with its extents: $(cat "$ERR")"
 wait_resident dt/lib/libpbta.so env LD_LIBRARY_PATH= "$PBITMAP" run -v -- dt/prog
 wait_resident dt/prog env LD_LIBRARY_PATH= "$PBITMAP" run -v -- dt/prog
 pass "run: DT_RUNPATH \$ORIGIN/lib, then the library's own DT_RUNPATH \$ORIGIN; prefetched, resident"
 
 check_run prog2 LD_LIBRARY_PATH=
 a=$(extents_of libpbta2.so)
-[[ -n $a && $a -gt 0 ]] || fail "run -v prog2: libpbta2.so not reported with extents > 0: $(cat "$ERR")"
+[[ -n $a ]] || fail "run -v prog2: libpbta2.so not reported with its extents: $(cat "$ERR")"
 pass "run: the executable's DT_RPATH serves its library's needs too"
 
 check_run prog3 LD_LIBRARY_PATH="$LD_LIBRARY_PATH_RUN"
