@@ -49,31 +49,14 @@ stamp "$(readlink -f /usr/bin/python3)" "$(readlink -f /usr/bin/python3)" -c pas
 sync
 mem_kb=$(awk '/^MemTotal:/ { print $2 }' /proc/meminfo)
 truncate -s $((mem_kb * 1280)) /var/tmp/fill
-one() {	# LABEL FILES CMD-OF-INSTANCE-1 -- CMD-OF-INSTANCE-2
-	local label=$1 list=$2 t0 t1 r0 r1 se0 se1 e0 e1 b0 b1 bg before
-	local -a first=() second=()
-	shift 2
-	while [ "$1" != -- ]; do first+=("$1"); shift; done
-	shift
-	second=("$@")
-	sync; echo 3 >/proc/sys/vm/drop_caches; sleep 1
-	"${first[@]}" >/dev/null 2>&1 &
-	bg=$!
-	sleep 8; settle
-	cat /var/tmp/fill >/dev/null
-	before=$(resident_kib "$list")
-	sleep 1.1	# the status file is written at most once a second
-	e0=$(counter extents) b0=$(counter bytes)
-	read -r r0 _ se0 _ </sys/block/vda/stat
-	t0=${EPOCHREALTIME/./}
-	"${second[@]}" >/dev/null 2>&1
-	t1=${EPOCHREALTIME/./}
-	settle; sleep 1.1
-	read -r r1 _ se1 _ </sys/block/vda/stat
-	e1=$(counter extents) b1=$(counter bytes)
-	echo "$label resident-before-KiB $before requests $((r1 - r0)) KiB $(((se1 - se0) / 2)) daemon-extents $((e1 - e0)) daemon-KiB $(((b1 - b0) / 1024)) ms $(((t1 - t0) / 1000))"
-	kill -9 "$bg" 2>/dev/null || true; pkill -9 -x sleep || true
-	wait "$bg" 2>/dev/null || true
+E0= B0=
+counters_before() {	# the status file is written at most once a second
+	sleep 1.1
+	E0=$(counter extents) B0=$(counter bytes)
+}
+counters_after() {
+	sleep 1.1
+	echo "daemon-extents $(($(counter extents) - E0)) daemon-KiB $((($(counter bytes) - B0) / 1024))"
 }
 py=$(readlink -f /usr/bin/python3)
 for i in $(seq "$RUNS"); do

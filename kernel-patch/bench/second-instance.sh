@@ -37,31 +37,15 @@ truncate -s $((mem_kb * 1280)) /var/tmp/fill
 echo 1 >/proc/sys/vm/pbitmap_mmap
 echo 1024 >/proc/sys/vm/pbitmap_merge_gap_kb
 echo 1 >/proc/sys/vm/pbitmap_enabled
-one() {	# LABEL FILES CMD-OF-INSTANCE-1 -- CMD-OF-INSTANCE-2
-	local label=$1 list=$2 pe0 pf0 s0 c0 s1 c1 t0 t1 r0 r1 se0 se1 bg before
-	local -a first=() second=()
-	shift 2
-	while [ "$1" != -- ]; do first+=("$1"); shift; done
-	shift
-	second=("$@")
-	sync; echo 3 >/proc/sys/vm/drop_caches; sleep 1
-	"${first[@]}" >/dev/null 2>&1 &
-	bg=$!
-	sleep 8; settle
-	cat /var/tmp/fill >/dev/null
-	before=$(resident_kib "$list")
-	s0=$(vmstat_counter pbitmap_pages_submitted) c0=$(vmstat_counter pbitmap_pages_cached)
-	pe0=$(vmstat_counter pbitmap_plan_exec)
-	read -r r0 _ se0 _ </sys/block/vda/stat
-	t0=${EPOCHREALTIME/./}
-	"${second[@]}" >/dev/null 2>&1
-	t1=${EPOCHREALTIME/./}
-	settle
-	read -r r1 _ se1 _ </sys/block/vda/stat
-	s1=$(vmstat_counter pbitmap_pages_submitted) c1=$(vmstat_counter pbitmap_pages_cached)
-	echo "$label resident-before-KiB $before requests $((r1 - r0)) KiB $(((se1 - se0) / 2)) submitted $((s1 - s0)) cached $((c1 - c0)) ms $(((t1 - t0) / 1000)) plans $(($(vmstat_counter pbitmap_plan_exec) - pe0))"
-	kill -9 "$bg" 2>/dev/null || true; pkill -9 -x sleep || true
-	wait "$bg" 2>/dev/null || true
+S0= C0= PE0=
+counters_before() {
+	S0=$(vmstat_counter pbitmap_pages_submitted) C0=$(vmstat_counter pbitmap_pages_cached)
+	PE0=$(vmstat_counter pbitmap_plan_exec)
+}
+counters_after() {
+	echo "submitted $(($(vmstat_counter pbitmap_pages_submitted) - S0))" \
+		"cached $(($(vmstat_counter pbitmap_pages_cached) - C0))" \
+		"plans $(($(vmstat_counter pbitmap_plan_exec) - PE0))"
 }
 py=$(readlink -f /usr/bin/python3)
 for i in $(seq "$RUNS"); do
