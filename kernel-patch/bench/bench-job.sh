@@ -840,7 +840,7 @@ series_counter() {	# NAME: the series' vmstat counter, 0 on a stock kernel
 # child may wait up to 2 s for its exec's; clock ticks: 10 ms).  The
 # counters are read once the daemon has stopped: SIGTERM writes them whole,
 # where the running daemon's file may be a second old.
-DAEMON_COUNTERS="execs prefetched plans files extents bytes opens own_opens skip_handle program_to_kernel libraries_to_kernel plans_to_kernel data_prefetched data_after_exec data_skip_gone skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout exec_cpu_us open_cpu_us child_cpu_us child_sys_us meta_read meta_stale meta_bytes"
+DAEMON_COUNTERS="execs prefetched plans files extents bytes cached_bytes opens own_opens skip_handle program_to_kernel libraries_to_kernel plans_to_kernel data_prefetched data_after_exec data_skip_gone skip_recent skip_busy skip_pressure skip_gone skip_mismatch skip_fs skip_denied skip_budget skip_failed held held_timeout exec_cpu_us open_cpu_us child_cpu_us child_sys_us meta_read meta_stale meta_bytes"
 daemon_report() {	# LABEL TICKS-AT-THE-START; stops the daemon
 	local k line=$1
 	daemon_reaped "$1"

@@ -91,7 +91,7 @@ static void prefetch(const char *path, const char *name)
 	why = pb_marker_record(fd, &st, &r);
 	if (!why) {
 		err = pb_willneed(fd, &r, le64toh(pb_hdr(&r)->content_size), PB_WILLNEED_GAP, 0,
-				  &extents, &bytes);
+				  &extents, &bytes, NULL);
 		if (err)
 			why = strerror(err);
 	}

@@ -270,17 +270,18 @@ void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigne
  */
 static void exe_pages(int fd, const struct pb_record *rec, struct pb_exec_prefetch *p)
 {
-	uint64_t extents, bytes;
+	uint64_t extents, bytes, cached;
 
 	/* spent (only after a plan, which counted what it left out): 0 is no limit */
 	if (p->budget && p->bytes >= p->budget)
 		return;
 	if (pb_willneed(fd, rec, le64toh(pb_hdr(rec)->content_size), p->gap,
-			p->budget ? p->budget - p->bytes : 0, &extents, &bytes))
+			p->budget ? p->budget - p->bytes : 0, &extents, &bytes, &cached))
 		return;
 	p->files++;
 	p->extents += extents;
 	p->bytes += bytes;
+	p->cached_bytes += cached;
 }
 
 /*
@@ -389,7 +390,7 @@ static int read_as(uid_t uid, gid_t gid, const gid_t *groups, int nr)
 int xattr_pages(int fd, struct pb_exec_prefetch *p)
 {
 	static unsigned char value[65536];	/* the largest attribute value */
-	uint64_t content, extents, bytes;
+	uint64_t content, extents, bytes, cached;
 	struct pb_record r = { 0 };
 	struct stat st;
 	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
@@ -400,10 +401,11 @@ int xattr_pages(int fd, struct pb_exec_prefetch *p)
 	content = le64toh(pb_hdr(&r)->content_size);
 	if (content > (uint64_t)st.st_size)
 		content = (uint64_t)st.st_size;
-	if (!pb_willneed(fd, &r, content, p->gap, p->budget, &extents, &bytes)) {
+	if (!pb_willneed(fd, &r, content, p->gap, p->budget, &extents, &bytes, &cached)) {
 		p->files++;
 		p->extents += extents;
 		p->bytes += bytes;
+		p->cached_bytes += cached;
 	}
 	pb_record_free(&r);
 	return 0;

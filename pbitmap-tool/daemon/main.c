@@ -650,6 +650,7 @@ static void add_report(const struct report *r)
 	pbd.n.files += r->p.files;
 	pbd.n.extents += r->p.extents;
 	pbd.n.bytes += r->p.bytes;
+	pbd.n.cached_bytes += r->p.cached_bytes;
 	pbd.n.skip_mismatch += r->p.skip_mismatch;
 	pbd.n.skip_fs += r->p.skip_fs;
 	pbd.n.skip_denied += r->p.skip_denied;	/* a data file read: 0 */
@@ -666,7 +667,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(program_to_kernel), COUNTER(libraries_to_kernel), COUNTER(plans_to_kernel),
 	COUNTER(files),
 	COUNTER(extents),
-	COUNTER(bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
+	COUNTER(bytes), COUNTER(cached_bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),
 	COUNTER(skip_pressure), COUNTER(skip_gone), COUNTER(skip_mismatch), COUNTER(skip_fs),
 	COUNTER(skip_denied), COUNTER(skip_budget), COUNTER(skip_failed), COUNTER(killed_stopped),
 	COUNTER(held), COUNTER(held_timeout),

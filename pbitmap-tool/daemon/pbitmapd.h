@@ -105,6 +105,7 @@ struct config {
 /* What the daemon did since it started: the status file, `pbitmap status`. */
 struct counters {
 	uint64_t execs, unstamped, prefetched, plans, opens, data_prefetched, files, extents, bytes;
+	uint64_t cached_bytes;	/* marked bytes left out: cached already (SKIP_CACHED) */
 	uint64_t skip_kernel, skip_recent, skip_busy, skip_pressure, skip_gone;
 	uint64_t skip_mismatch, skip_fs, skip_denied, skip_budget, skip_failed, killed_stopped;
 	uint64_t data_after_exec;	/* data files read after their opener's exec's child */

@@ -37,6 +37,7 @@ static const struct {
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },
+	{ "cached_bytes", "marked bytes not requested: in the page cache already (PBITMAP_DAEMON_SKIP_CACHED)" },
 	{ "skip_kernel", "left to the kernel (vm.pbitmap_enabled = 1; metadata lists still read where readable)" },
 	{ "skip_recent", "skipped: the same file read ahead in this or the previous second" },
 	{ "skip_busy", "skipped: PBITMAP_DAEMON_MAX_PARALLEL children already at work" },

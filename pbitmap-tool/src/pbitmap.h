@@ -823,25 +823,28 @@ int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *
 /*
  * The same for record @r of the file open as @fd, whose content is
  * @content bytes (willneed.c): no pb_file, no messages, for the LD_AUDIT
- * module.  Returns 0 or an errno value.
+ * module; with the marked bytes left out as cached in *@cached, when
+ * non-NULL.  Returns 0 or an errno value.
  */
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
-		uint64_t limit, uint64_t *extents, uint64_t *bytes);
+		uint64_t limit, uint64_t *extents, uint64_t *bytes, uint64_t *cached);
 /*
  * Whether ranges of the file open as @fd are wholly in the page cache
  * (willneed.c, cachestat(2)): pb_cached_probe() asks once about
  * [@off, @end), whether any page of it is cached and whether all are, and
  * pb_cached_whole() then about a range within it (no question when all
- * are, or none); false wherever the kernel cannot say, and always until
+ * are, or none), counting in @left the bytes it found cached; false
+ * wherever the kernel cannot say, and always until
  * pb_willneed_set_skip_cached(true).
  */
 struct pb_cached {
 	int fd;
 	bool any, all;
 	uint64_t page;
+	uint64_t left;	/* bytes of ranges found wholly cached: left out */
 };
 void pb_cached_probe(int fd, uint64_t off, uint64_t end, struct pb_cached *c);
-bool pb_cached_whole(const struct pb_cached *c, uint64_t off, uint64_t end);
+bool pb_cached_whole(struct pb_cached *c, uint64_t off, uint64_t end);
 /* Whether pb_cached_probe() asks at all: off (every range read) until set. */
 void pb_willneed_set_skip_cached(bool on);
 /*
@@ -923,6 +926,7 @@ struct pb_exec_prefetch {
 	bool libs_left;		/* no plan: the libraries left (@libs_to_kernel) */
 	bool plan_left;		/* a plan not followed: @plan_to_kernel */
 	uint64_t files, extents, bytes;
+	uint64_t cached_bytes;	/* marked bytes left out: cached already (pb_cached_whole()) */
 	uint64_t skip_mismatch;	/* a plan's path led to another file */
 	uint64_t skip_fs;	/* a look-up would have left the local filesystems */
 	uint64_t skip_denied;	/* the task may not read it */

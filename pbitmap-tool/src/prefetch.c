@@ -51,7 +51,7 @@ int pb_prefetch_file(struct pb_file *f, uint64_t gap, uint64_t limit, uint64_t *
 		*bytes = 0;
 	if (!f->has_record)
 		return 0;
-	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), gap, limit, extents, bytes);
+	err = pb_willneed(f->fd, &f->rec, pb_content_size(f), gap, limit, extents, bytes, NULL);
 	if (err) {
 		errno = err;
 		return pb_error_errno(f->path, "posix_fadvise");
@@ -1157,7 +1157,7 @@ static bool plan_read_range(int fd, struct pb_extent range, uint64_t chunk, uint
  * submitted).
  */
 static bool plan_read_run(const struct pb_plan_view *v, const struct pb_plan_run *r, int fd,
-			  const struct pb_cached *cached, dev_t dev, uint32_t *left,
+			  struct pb_cached *cached, dev_t dev, uint32_t *left,
 			  struct pb_exec_prefetch *p)
 {
 	uint64_t chunk = pb_willneed_chunk(dev);
@@ -1253,6 +1253,8 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 		}
 	}
 	p->exe_planned = exe_whole;
+	for (uint32_t i = 0; i < v->nr_files; i++)
+		p->cached_bytes += cached[i].left;
 	free(cached);
 	free(fds);	/* each file's descriptor was closed at its last run */
 	free(runs);

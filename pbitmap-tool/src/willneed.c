@@ -236,6 +236,7 @@ void pb_cached_probe(int fd, uint64_t off, uint64_t end, struct pb_cached *c)
 	c->fd = fd;
 	c->page = (uint64_t)sysconf(_SC_PAGESIZE);
 	c->any = c->all = false;
+	c->left = 0;
 	if (!skip_cached || end <= off)
 		return;
 	pages = cached_pages(c, off, end, &first);
@@ -245,15 +246,19 @@ void pb_cached_probe(int fd, uint64_t off, uint64_t end, struct pb_cached *c)
 	c->all = cached >= pages;
 }
 
-bool pb_cached_whole(const struct pb_cached *c, uint64_t off, uint64_t end)
+bool pb_cached_whole(struct pb_cached *c, uint64_t off, uint64_t end)
 {
 	uint64_t cached, first, pages;
+	bool whole;
 
-	if (c->all || !c->any || end <= off)
-		return c->all;
+	if (!c->any || end <= off)
+		return false;
 	pages = cached_pages(c, off, end, &first);
-	return cachestat_pages(c->fd, first * c->page, pages * c->page, &cached) &&
-	       cached >= pages;
+	whole = c->all || (cachestat_pages(c->fd, first * c->page, pages * c->page, &cached) &&
+			   cached >= pages);
+	if (whole)
+		c->left += end - off;
+	return whole;
 }
 
 bool pb_join_add(struct pb_join *j, uint64_t off, uint64_t end, struct pb_extent *closed)
@@ -291,7 +296,7 @@ static bool willneed_extent(int fd, struct pb_extent r, uint64_t chunk, uint64_t
 }
 
 int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t gap,
-		uint64_t limit, uint64_t *extents, uint64_t *bytes)
+		uint64_t limit, uint64_t *extents, uint64_t *bytes, uint64_t *cached_bytes)
 {
 	uint64_t nr = pb_nr_pages(r), first, count, n_ext = 0, n_bytes = 0;
 	unsigned int shift = pb_page_shift(r);
@@ -314,8 +319,7 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 	/* one question from the first marked page on: every page cached, nothing read */
 	if (pb_next_run(plane, nr, 0, &first, &count))
 		pb_cached_probe(fd, first << shift, content, &cached);
-	for (uint64_t n = 0; going && !cached.all && pb_next_run(plane, nr, n, &first, &count);
-	     n = first + count) {
+	for (uint64_t n = 0; going && pb_next_run(plane, nr, n, &first, &count); n = first + count) {
 		uint64_t off = first << shift, end = (first + count) << shift;
 
 		if (end > content)
@@ -332,5 +336,7 @@ int pb_willneed(int fd, const struct pb_record *r, uint64_t content, uint64_t ga
 		*extents = n_ext;
 	if (bytes)
 		*bytes = n_bytes;
+	if (cached_bytes)
+		*cached_bytes = cached.left;
 	return err;
 }

@@ -37,6 +37,8 @@
 # program once in 2 s), its log line asserted exactly, and the pages
 # resident afterwards as above:
 #   cold, first, both  as root: 1 extent of 163840 bytes, 1 of 65536, none
+#   (the daemon's counter cached_bytes, the marked bytes it left out as
+#   cached: +0, +65536, +131072)
 #   nobody-exec        both runs cached, exec'd by nobody (the daemon's
 #          reader takes the exec'ing user, without capabilities): where the
 #          kernel refuses nobody cachestat, the 163840 bytes are read
@@ -81,11 +83,11 @@ rng = (ctypes.c_uint64 * 2)(0, 0)
 r = libc.syscall(451, fd, rng, buf, 0)
 sys.exit(0 if r == 0 else 3 if ctypes.get_errno() == 1 else 1)' "$f"; then
 	nobody_first="1 extents, 65536 bytes" nobody_first_pages=256-271,280-295
-	nobody_both="0 extents, 0 bytes" nobody_both_pages=256-271,280-295
+	nobody_both="0 extents, 0 bytes" nobody_both_pages=256-271,280-295 nobody_both_left=131072
 	echo "# $(uname -r) answers cachestat(2) to a reader who neither owns nor may write the file"
 elif (($? == 3)); then
 	nobody_first="1 extents, 163840 bytes" nobody_first_pages=256-295
-	nobody_both="1 extents, 163840 bytes" nobody_both_pages=256-295
+	nobody_both="1 extents, 163840 bytes" nobody_both_pages=256-295 nobody_both_left=0
 	echo "# $(uname -r) refuses cachestat(2) (EPERM) to a reader who neither owns nor may write the file"
 else
 	fail "cachestat(2) by nobody failed otherwise than with EPERM"
@@ -177,10 +179,27 @@ exec_case() {
 		fail "$1: want 'plan, 1 files, $3'; the daemon logged '$line'"
 	resident_within "$1" "$4"
 }
+# cached_bytes WANT: the daemon's counter of marked bytes left out as cached,
+# once its status file says so (rewritten as its children end)
+cached_bytes() {
+	local got
+	for _ in $(seq 50); do
+		got=$(counter cached_bytes)
+		[[ $got == "$1" && $(counter pending) == 0 ]] && break
+		sleep 0.1
+	done
+	sleep 1.1	# and no more to come: the status is written at most once a second
+	got=$(counter cached_bytes)
+	[[ $got == "$1" ]] || fail "cached_bytes $got, want $1: $(tr '\n' ' ' <status)"
+}
 exec_case cold "" "1 extents, 163840 bytes" 256-295
+cached_bytes 0
 exec_case first "256-271" "1 extents, 65536 bytes" 256-271,280-295
+cached_bytes 65536
 exec_case both "256-271 280-295" "0 extents, 0 bytes" 256-271,280-295
+cached_bytes 196608
 exec_case nobody-exec "256-271 280-295" "$nobody_both" "$nobody_both_pages" 65534
+cached_bytes $((196608 + ${nobody_both_left:-0}))
 daemon_stop
 pass "pbitmapd (SKIP_CACHED=yes, the default): a plan's cached steps left out for root's exec;" \
 	"for nobody's with both runs cached: $nobody_both"
