@@ -183,7 +183,7 @@ exec_case() {
 # once its status file says so (rewritten as its children end)
 cached_bytes() {
 	local got
-	for _ in $(seq 50); do
+	for _ in $(seq 200); do	# 20 s: the ASan daemon on a host busy with guests
 		got=$(counter cached_bytes)
 		[[ $got == "$1" && $(counter pending) == 0 ]] && break
 		sleep 0.1
