@@ -1164,8 +1164,6 @@ static bool plan_read_run(const struct pb_plan_view *v, const struct pb_plan_run
 	struct pb_join join = { .gap = p->gap };
 	struct pb_extent ready;
 
-	if (cached->all)
-		return true;
 	for (uint32_t s = r->first; s <= r->last; s++) {
 		uint64_t off = (uint64_t)le32toh(v->steps[s].start) << PBITMAP_PLAN_UNIT_SHIFT;
 		uint64_t end = off + ((uint64_t)le32toh(v->steps[s].nr) << PBITMAP_PLAN_UNIT_SHIFT);

@@ -37,8 +37,10 @@
 # program once in 2 s), its log line asserted exactly, and the pages
 # resident afterwards as above:
 #   cold, first, both  as root: 1 extent of 163840 bytes, 1 of 65536, none
+#   whole              the whole file cached (the plan's file asked about
+#          once, all of it cached: no question per step): none
 #   (the daemon's counter cached_bytes, the marked bytes it left out as
-#   cached: +0, +65536, +131072)
+#   cached: +0, +65536, +131072, +131072)
 #   nobody-exec        both runs cached, exec'd by nobody (the daemon's
 #          reader takes the exec'ing user, without capabilities): where the
 #          kernel refuses nobody cachestat, the 163840 bytes are read
@@ -198,8 +200,10 @@ exec_case first "256-271" "1 extents, 65536 bytes" 256-271,280-295
 cached_bytes 65536
 exec_case both "256-271 280-295" "0 extents, 0 bytes" 256-271,280-295
 cached_bytes 196608
+exec_case whole "0-2047" "0 extents, 0 bytes" 0-2047
+cached_bytes 327680
 exec_case nobody-exec "256-271 280-295" "$nobody_both" "$nobody_both_pages" 65534
-cached_bytes $((196608 + ${nobody_both_left:-0}))
+cached_bytes $((327680 + ${nobody_both_left:-0}))
 daemon_stop
 pass "pbitmapd (SKIP_CACHED=yes, the default): a plan's cached steps left out for root's exec;" \
 	"for nobody's with both runs cached: $nobody_both"
