@@ -96,7 +96,7 @@ struct config {
 	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan */
 	enum pbd_read { PBD_READ_AUTO, PBD_READ_YES, PBD_READ_NO } read_program,
 		read_libraries, read_plan;
-	bool skip_cached;	/* PBITMAP_DAEMON_SKIP_CACHED: pb_willneed_skip_cached() */
+	bool skip_cached;	/* PBITMAP_DAEMON_SKIP_CACHED: pb_willneed_set_skip_cached() */
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
 	uint64_t child_cpu_s;	/* PBITMAP_DAEMON_CHILD_CPU_S: an exec's or open's child's CPU limit */
