@@ -74,6 +74,7 @@ static const char *const setting_names[PBD_SETTINGS] = {
 	[PBD_SET_READ_PROGRAM] = "PBITMAP_DAEMON_READ_PROGRAM",
 	[PBD_SET_READ_LIBRARIES] = "PBITMAP_DAEMON_READ_LIBRARIES",
 	[PBD_SET_READ_PLAN] = "PBITMAP_DAEMON_READ_PLAN",
+	[PBD_SET_READ_DATA] = "PBITMAP_DAEMON_READ_DATA",
 	[PBD_SET_SKIP_CACHED] = "PBITMAP_DAEMON_SKIP_CACHED",
 	[PBD_SET_METADATA] = "PBITMAP_DAEMON_METADATA",
 	[PBD_SET_CHILD_CPU] = "PBITMAP_DAEMON_CHILD_CPU_S",
@@ -103,11 +104,12 @@ static int config_word(const char *path, unsigned int line, const char *key, con
 			names[0], names[1], names[2]);
 }
 
-/* The field of a READ_* setting (@i, one of the three): one rule for all. */
+/* The field of a READ_* setting (@i, one of the four): one rule for all. */
 static enum pbd_read *read_setting(unsigned int i)
 {
 	return i == PBD_SET_READ_PROGRAM ? &pbd.cfg.read_program :
-	       i == PBD_SET_READ_LIBRARIES ? &pbd.cfg.read_libraries : &pbd.cfg.read_plan;
+	       i == PBD_SET_READ_LIBRARIES ? &pbd.cfg.read_libraries :
+	       i == PBD_SET_READ_PLAN ? &pbd.cfg.read_plan : &pbd.cfg.read_data;
 }
 
 /*
@@ -190,6 +192,7 @@ static int config_line(const char *path, unsigned int line, const char *key, con
 	case PBD_SET_READ_PROGRAM:
 	case PBD_SET_READ_LIBRARIES:
 	case PBD_SET_READ_PLAN:
+	case PBD_SET_READ_DATA:
 		if (config_word(path, line, key, val, read_names, &v))
 			return PB_FAIL;
 		*read_setting(i) = (enum pbd_read)v;
@@ -444,6 +447,7 @@ int config_print(void)
 		case PBD_SET_READ_PROGRAM:
 		case PBD_SET_READ_LIBRARIES:
 		case PBD_SET_READ_PLAN:
+		case PBD_SET_READ_DATA:
 			snprintf(val, sizeof(val), "%s", read_names[*read_setting(i)]);
 			break;
 		case PBD_SET_METADATA:

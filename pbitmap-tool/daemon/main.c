@@ -357,12 +357,16 @@ static bool data_wanted(int fd, int pidfd, time_t now)
 
 	snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
 	n = getxattr(self, PBITMAP_XATTR_NAME, value, sizeof(value));
-	if (n < 4 || le32toh(*(const uint32_t *)value) != PBITMAP_XATTR_MAGIC)
+	if (n < 0 || !pb_attr_is_record(value, (size_t)n))
 		return false;	/* unstamped, or an ELF file's marker: execs are the other group's */
 	if (fstat(fd, &st) || !S_ISREG(st.st_mode))
 		return false;
 	if (sysctl_on(pbd.kernel_fd)) {	/* the patched kernel prefetches itself */
 		pbd.n.skip_kernel++;
+		return false;
+	}
+	if (leave_to_kernel(pbd.cfg.read_data, st.st_dev)) {	/* its faults read it */
+		pbd.n.data_to_kernel++;
 		return false;
 	}
 	/*
@@ -646,6 +650,7 @@ static void add_report(const struct report *r)
 		pbd.n.program_to_kernel += r->has_record && r->p.exe_to_kernel;
 		pbd.n.libraries_to_kernel += r->p.libs_left;
 		pbd.n.plans_to_kernel += r->p.plan_left;
+		pbd.n.data_to_kernel += r->p.data_left;
 	}
 	pbd.n.files += r->p.files;
 	pbd.n.extents += r->p.extents;
@@ -665,6 +670,7 @@ static const struct { const char *name; size_t offset; } counter_names[] = {
 	COUNTER(own_opens),
 	COUNTER(skip_handle),
 	COUNTER(program_to_kernel), COUNTER(libraries_to_kernel), COUNTER(plans_to_kernel),
+	COUNTER(data_to_kernel),
 	COUNTER(files),
 	COUNTER(extents),
 	COUNTER(bytes), COUNTER(cached_bytes), COUNTER(skip_kernel), COUNTER(skip_recent), COUNTER(skip_busy),

@@ -71,7 +71,7 @@ enum {
 	PBD_SET_ENABLED, PBD_SET_GAP, PBD_SET_BUDGET, PBD_SET_PRESSURE, PBD_SET_CHILDREN,
 	PBD_SET_LEARN, PBD_SET_LEARN_INTERVAL, PBD_SET_LEARN_WINDOW, PBD_SET_LEARN_PLANS,
 	PBD_SET_LEARN_FAULT_AROUND, PBD_SET_HOLD_EXEC, PBD_SET_READ_PROGRAM, PBD_SET_READ_LIBRARIES,
-	PBD_SET_READ_PLAN, PBD_SET_SKIP_CACHED,
+	PBD_SET_READ_PLAN, PBD_SET_READ_DATA, PBD_SET_SKIP_CACHED,
 	PBD_SET_METADATA, PBD_SET_CHILD_CPU, PBD_SETTINGS
 };
 
@@ -93,9 +93,10 @@ struct config {
 	uint64_t hold_exec_ms;		/* PBITMAP_DAEMON_HOLD_EXEC_MS: 0, notification events */
 	/* PBITMAP_DAEMON_READ_PROGRAM: where the kernel's window is narrower, always, never */
 	/* PBITMAP_DAEMON_READ_LIBRARIES, for an exec without a plan, and */
-	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan */
+	/* PBITMAP_DAEMON_READ_PLAN, the files of an exec's plan, and */
+	/* PBITMAP_DAEMON_READ_DATA, stamped data files, at their open and in a plan */
 	enum pbd_read { PBD_READ_AUTO, PBD_READ_YES, PBD_READ_NO } read_program,
-		read_libraries, read_plan;
+		read_libraries, read_plan, read_data;
 	bool skip_cached;	/* PBITMAP_DAEMON_SKIP_CACHED: pb_willneed_set_skip_cached() */
 	bool metadata;		/* PBITMAP_DAEMON_METADATA: learn and read metadata lists, */
 	bool metadata_auto;	/* read only where the join gap is wide (=auto) */
@@ -116,6 +117,7 @@ struct counters {
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
 	uint64_t libraries_to_kernel;	/* execs without a plan whose libraries were */
 	uint64_t plans_to_kernel;	/* execs whose plan's files were */
+	uint64_t data_to_kernel;	/* data files, at an open or in a plan, whose pages were */
 	uint64_t held, held_timeout;	/* hold.c */
 	/*
 	 * CPU in microseconds: the daemon's on exec and on open events, its
@@ -240,6 +242,7 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
+bool leave_to_kernel(enum pbd_read setting, dev_t dev);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd,
 					  bool meta_only);
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int opener, int after,

@@ -88,6 +88,11 @@ bool pb_marker_is_one(const void *val, size_t len)
 	return value_magic(val, len) == PBITMAP_MARKER_MAGIC;
 }
 
+bool pb_attr_is_record(const void *val, size_t len)
+{
+	return value_magic(val, len) == PBITMAP_XATTR_MAGIC;
+}
+
 void pb_marker_load(struct pb_file *f, const struct pbitmap_marker *want)
 {
 	unsigned char val[64];

@@ -599,6 +599,8 @@ void pb_marker_make(struct pbitmap_marker *m, uint64_t record_offset,
 const char *pb_marker_check(const void *val, size_t len, const struct pbitmap_marker *want);
 /* Does an attribute value start with the marker's magic? */
 bool pb_marker_is_one(const void *val, size_t len);
+/* Whether an attribute value is a data file's record (PBXZ), by its magic. */
+bool pb_attr_is_record(const void *val, size_t len);
 /*
  * The record of the stamped ELF file open as @fd (@st its fstat()) into
  * @r, found through its marker: one attribute look-up and one read, no
@@ -920,11 +922,14 @@ struct pb_exec_prefetch {
 	bool libs_to_kernel;	/* without a plan, the libraries' pages too:
 				 * pb_exec_rest() reads nothing */
 	bool plan_to_kernel;	/* with a plan, the files it lists too */
+	bool data_to_kernel;	/* the stamped data files it lists (read, or
+				 * left, at their open instead) */
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */
 	bool libs_left;		/* no plan: the libraries left (@libs_to_kernel) */
 	bool plan_left;		/* a plan not followed: @plan_to_kernel */
+	uint64_t data_left;	/* its data files left out: @data_to_kernel */
 	uint64_t files, extents, bytes;
 	uint64_t cached_bytes;	/* marked bytes left out: cached already (pb_cached_whole()) */
 	uint64_t skip_mismatch;	/* a plan's path led to another file */

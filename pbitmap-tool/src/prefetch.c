@@ -33,6 +33,7 @@
 #include <sys/auxv.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
+#include <sys/xattr.h>
 #include <unistd.h>
 
 #include "pbitmap.h"
@@ -1124,6 +1125,19 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 }
 
 /*
+ * Whether the plan's file open as @fd is a stamped data file (its record
+ * in user.pbitmap): its open is heard of too, and read, or left to the
+ * kernel, there (pbitmapd's PBITMAP_DAEMON_READ_DATA).
+ */
+static bool plan_data_file(int fd)
+{
+	static unsigned char value[65536];	/* the largest attribute value */
+	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
+
+	return n > 0 && pb_attr_is_record(value, (size_t)n);
+}
+
+/*
  * Submit @range of the file open as @fd within the budget: true if it
  * was.  A range that does not fit, or that the kernel refuses, ends the
  * file's reads (*@left, its runs still to come, 0).
@@ -1232,7 +1246,12 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 			if (p->budget && p->bytes >= p->budget) {
 				p->skip_budget++;
 				*fd = LEFT_OUT;
-			} else if ((*fd = plan_open(v, r->file, p)) >= 0) {
+			} else if ((*fd = plan_open(v, r->file, p)) >= 0 &&
+				   p->data_to_kernel && plan_data_file(*fd)) {
+				close(*fd);
+				p->data_left++;
+				*fd = LEFT_OUT;
+			} else if (*fd >= 0) {
 				p->files++;
 				pb_cached_probe(*fd, 0, le64toh(v->files[r->file].size),
 						&cached[r->file]);

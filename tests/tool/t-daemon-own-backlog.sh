@@ -37,7 +37,9 @@ for p in calm busy; do
 done
 mkdir many && (cd many && seq 20000 | xargs touch) || fail "cannot make many/"
 sleep 2.1	# pbitmap's own opens of D: not "recent", but not to overlap either
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
+# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
+# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
 daemon_start on.conf
 
 # own_opens once both the program's plan was read and its exec child's open of D counted

@@ -1,12 +1,13 @@
 #!/bin/bash
-# t-daemon-program: PBITMAP_DAEMON_READ_PROGRAM=auto and
-# PBITMAP_DAEMON_READ_LIBRARIES=auto, the defaults.  A stamped program's own
-# pages are left to the kernel where its device's read-ahead window is at
-# least the device's largest request (its faults read the file in requests
-# as large as the daemon's, and a second reader beside them splits both),
-# and read where the window is narrower; so are its libraries' when it has
-# no plan; the other files of its plan are read either way.  The daemon
-# (ASan/UBSan) under strace, its posix_fadvise() calls seen.
+# t-daemon-program: PBITMAP_DAEMON_READ_PROGRAM=auto,
+# PBITMAP_DAEMON_READ_LIBRARIES=auto and PBITMAP_DAEMON_READ_DATA=auto, the
+# defaults.  A stamped program's own pages are left to the kernel where its
+# device's read-ahead window is at least the device's largest request (its
+# faults read the file in requests as large as the daemon's, and a second
+# reader beside them splits both), and read where the window is narrower;
+# so are its libraries' when it has no plan, and stamped data files' at
+# their open and in a plan; the other files of its plan are read either
+# way.  The daemon (ASan/UBSan) under strace, its posix_fadvise() calls seen.
 #
 # Two loop-mounted ext4 images: narrow (read_ahead_kb half of
 # max_sectors_kb, as 6.12 has it) and wide (read_ahead_kb twice
@@ -18,8 +19,13 @@
 #   - narrow/uses and wide/uses, built here, each linked (DT_RUNPATH) to
 #     a stamped libpbtest.so beside it, pages 0-1 of both marked: narrow's
 #     program and library read, wide's neither;
-#   - program_to_kernel counts the three wide ones, libraries_to_kernel
-#     the two without a plan; the log names the wide device.
+#   - narrow/D and wide/D, stamped data files (pages 0-1), each opened by
+#     a process: narrow's read, wide's not;
+#   - wide/P, a stamped data file in wide/planned's plan, never opened:
+#     not read;
+#   - program_to_kernel counts the three wide programs,
+#     libraries_to_kernel the two without a plan, data_to_kernel wide/D and
+#     wide/P; the log names the wide device.
 
 source "$(dirname "$0")/../lib.sh"
 source "$TOP/tests/lib/daemon.sh"
@@ -52,9 +58,13 @@ for fs in narrow wide; do
 		"$PBITMAP" add -q $fs/$f && "$PBITMAP" set -q --pages 0-1 $fs/$f || fail "cannot stamp $fs/$f"
 	done
 done
+for f in narrow/D wide/D wide/P; do
+	head -c 10000 /dev/urandom >$f && "$PBITMAP" add -q $f && "$PBITMAP" set -q --pages 0-1 $f ||
+		fail "cannot stamp the data file $f"
+done
 head -c 10000 /dev/urandom >wide/B && cp /bin/sleep wide/planned &&
 	"$PBITMAP" add -q --plan-size 4K wide/planned && "$PBITMAP" set -q --pages 0-1 wide/planned &&
-	"$PBITMAP" plan wide/planned wide/planned wide/B &&
+	"$PBITMAP" plan wide/planned wide/planned wide/B wide/P &&
 	python3 "$TOP/tests/lib/plan_identity.py" wide/planned 0 || fail "cannot plan wide/planned"
 
 # five programs at once: more than the default 4 children, which would skip the fifth
@@ -70,13 +80,17 @@ fi
 
 progs=(narrow/prog wide/prog wide/planned narrow/uses wide/uses)
 pids=()
+sleep 2.1	# pbitmap's own opens of the data files are not the daemon's
 for p in "${progs[@]}"; do ./$p 2 & pids+=($!); done	# running while the daemon takes them
+for f in narrow/D wide/D; do sleep 2 <$f & pids+=($!); done	# their openers, still there
 for pid in "${pids[@]}"; do wait "$pid" || fail "a program did not run under the daemon"; done
 handled() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: " daemon.log; }
+opened() { grep -c "^pbitmapd: $d/$1: opened by pid [0-9]*: data file, " daemon.log; }
 for _ in $(seq 100); do
 	n=0
 	for p in "${progs[@]}"; do [[ $(handled "$p") == 1 ]] && n=$((n + 1)); done
-	((n == ${#progs[@]})) && [[ $(awk '$1 == "pending" { print $2 }' status) == 0 ]] && break
+	((n == ${#progs[@]})) && [[ $(opened narrow/D) == 1 ]] && (($(counter data_to_kernel) >= 2)) &&
+		[[ $(counter pending) == 0 ]] && break
 	sleep 0.1
 done
 for p in "${progs[@]}"; do
@@ -112,3 +126,12 @@ done
 (($(counter program_to_kernel) >= 3 && $(counter libraries_to_kernel) >= 2)) ||
 	fail "program_to_kernel, libraries_to_kernel: want at least 3 and 2, got: $(tr '\n' ' ' <status)"
 pass "program_to_kernel counts the three, libraries_to_kernel the two without a plan; the log says which"
+[[ $(reads narrow/D) == "0 8192" ]] || fail "narrow/D: want its pages 0-1 read (0 8192), read: '$(reads narrow/D)'"
+[[ $(opened narrow/D) == 1 ]] || fail "narrow/D: want it read at its open once: $(cat daemon.log)"
+for f in wide/D wide/P; do
+	[[ -z $(reads $f) ]] || fail "$f: want nothing read, read: '$(reads $f)'"
+done
+[[ $(opened wide/D) == 0 ]] || fail "wide/D: want it left to the kernel at its open: $(cat daemon.log)"
+(($(counter data_to_kernel) >= 2)) || fail "data_to_kernel: want at least 2, got: $(tr '\n' ' ' <status)"
+pass "a data file read at its open where the window is narrower, left to the kernel where it is" \
+	"as wide, at its open and in a plan; data_to_kernel counts both"

@@ -37,7 +37,9 @@ at_exit "umount $d/mnt 2>/dev/null"
 stamp_data mnt/data
 sleep 2.1	# pbitmap's own opens of it: none counted, but not "recent" either
 
-printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >on.conf
+# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
+# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\n' >on.conf
 daemon_start on.conf
 read_logged() { grep -c "^pbitmapd: $d/mnt/data: opened by pid [0-9]*: data file, 1 extents" daemon.log; }
 # read_settled N: the Nth read logged; then, as the reader logs before it

@@ -76,6 +76,7 @@ bad 'PBITMAP_DAEMON_HOLD_EXEC_MS=1001\n' "line 1: PBITMAP_DAEMON_HOLD_EXEC_MS: '
 bad 'PBITMAP_DAEMON_READ_PROGRAM=maybe\n' "line 1: PBITMAP_DAEMON_READ_PROGRAM=maybe is not auto, yes or no"
 bad 'PBITMAP_DAEMON_READ_LIBRARIES=all\n' "line 1: PBITMAP_DAEMON_READ_LIBRARIES=all is not auto, yes or no"
 bad 'PBITMAP_DAEMON_READ_PLAN=some\n' "line 1: PBITMAP_DAEMON_READ_PLAN=some is not auto, yes or no"
+bad 'PBITMAP_DAEMON_READ_DATA=most\n' "line 1: PBITMAP_DAEMON_READ_DATA=most is not auto, yes or no"
 bad 'PBITMAP_DAEMON_SKIP_CACHED=some\n' "line 1: PBITMAP_DAEMON_SKIP_CACHED=some is not yes or no"
 bad 'PBITMAP_DAEMON_METADATA=some\n' "line 1: PBITMAP_DAEMON_METADATA=some is not auto, yes or no"
 bad 'PBITMAP_DAEMON_CHILD_CPU_S=0\n' "line 1: PBITMAP_DAEMON_CHILD_CPU_S=0: at least 1"
@@ -96,6 +97,7 @@ grep -qx "PBITMAP_DAEMON_LEARN_FAULT_AROUND windows (default)" "$OUT" || fail "-
 grep -qx "PBITMAP_DAEMON_METADATA auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_READ_LIBRARIES auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_READ_PLAN yes (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
+grep -qx "PBITMAP_DAEMON_READ_DATA auto (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_SKIP_CACHED yes (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 grep -qx "PBITMAP_DAEMON_CHILD_CPU_S 2 (default)" "$OUT" || fail "--print-config: $(cat "$OUT")"
 printf 'PBITMAP_DAEMON_CHILD_CPU_S=10\n' >cpu.conf
@@ -144,9 +146,9 @@ cp /bin/sleep stamped && cp /bin/sleep plain || fail "cp"
 # into, the other tests' stamped files as they run (the guest test
 # kernel-patch/tests/t-daemon-learn.sh learns, on a machine of its own).
 printf 'PBITMAP_DAEMON_LEARN=no\n' >>on.conf
-# The program's own pages and its libraries' whatever this host's disk
-# (auto: t-daemon-program).
-printf 'PBITMAP_DAEMON_READ_PROGRAM=yes\nPBITMAP_DAEMON_READ_LIBRARIES=yes\n' >>on.conf
+# The program's own pages, its libraries' and data files' whatever this
+# host's disk (auto: t-daemon-program).
+printf 'PBITMAP_DAEMON_READ_PROGRAM=yes\nPBITMAP_DAEMON_READ_LIBRARIES=yes\nPBITMAP_DAEMON_READ_DATA=yes\n' >>on.conf
 # Cached ranges read too: a program's own pages are cached by its exec by
 # the time the daemon reads them (the default: t-prefetch-cached).
 printf 'PBITMAP_DAEMON_SKIP_CACHED=no\n' >>on.conf
