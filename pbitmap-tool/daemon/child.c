@@ -308,10 +308,10 @@ static int exe_record(int fd, const struct stat *st, const unsigned char *marker
 
 /*
  * Whether to leave a program's pages (on device @dev) to the kernel, as
- * @setting (PBITMAP_DAEMON_READ_PROGRAM, _READ_LIBRARIES, _READ_PLAN or
- * _READ_DATA) says: auto (the default but _READ_PLAN's) where the kernel's
- * read-ahead window there is at least the device's largest request,
- * unless the exec is held (an open is never held).
+ * @setting (PBITMAP_DAEMON_READ_PROGRAM, _READ_LIBRARIES or _READ_PLAN)
+ * says: auto (the first two's default) where the kernel's read-ahead
+ * window there is at least the device's largest request, unless the exec
+ * is @held.
  *
  * The program itself is faulting its file by the time its exec is heard
  * of, and on such a device its faults read the file in requests as large
@@ -346,23 +346,38 @@ static int exe_record(int fd, const struct stat *st, const unsigned char *marker
  * python3's faster in one boot (0.47 s against 0.65), level in another
  * (docs/bench/2026-12-04-plan-left-to-the-kernel.md).
  *
- * Stamped data files (_READ_DATA: at their open, judged by their own
- * device, and in a plan, by the program's) are mapped and faulted by
- * their program, and on such a device each fault reads the window around
- * it: on Debian's 7.3, 8 MiB on the 150-IOPS disk, the benchmark's git
- * pack took 0.875 s read by the daemon against 0.610 without it (148.5
- * requests of 58 MiB against 160.5 of 239 MiB), and 0.630 s left to the
- * kernel (136 of 241 MiB; 20 runs each, one boot:
- * docs/bench/2026-12-07-data-to-kernel-7.3.md).
+ * Stamped data files have a rule of their own (data_rule()).
  *
  * A held exec (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its
  * reads are submitted: its program, libraries and plan are read.
  */
-bool leave_to_kernel(enum pbd_read setting, dev_t dev)
+bool leave_to_kernel(enum pbd_read setting, dev_t dev, bool held)
 {
 	if (setting != PBD_READ_AUTO)
 		return setting == PBD_READ_NO;
-	return !pbd.cfg.hold_exec_ms && pb_window_wide(dev);
+	return !held && pb_window_wide(dev);
+}
+
+/*
+ * Which stamped data files to leave to the kernel (PBITMAP_DAEMON_READ_DATA),
+ * at their open and in a plan, each judged on its own device
+ * (pb_leaves()): auto leaves them where the window is wide, if a request
+ * costs as much as reading DATA_LEFT_MIN_GAP more (the join gap, as
+ * pbitmap-device-gap.service measures it), and the exec is not @held.
+ *
+ * On Debian's 7.3 (8 MiB window), the benchmark's git pack, mapped: at 150
+ * requests a second (gap measured 1024 KiB) left 0.630 s, read 0.875, no
+ * daemon 0.610 (20 runs); with 4 ms a request and no limit on requests
+ * (no gap measured: 256 KiB) read 0.345 s, left 0.885, no daemon 0.925;
+ * on a disk charging bytes (gap 28 KiB) read 37.45 s, left 37.99, no
+ * daemon 37.69 (10 runs; docs/bench/2026-12-07-data-to-kernel-7.3.md).
+ */
+#define DATA_LEFT_MIN_GAP	(1024 << 10)
+enum pb_leave data_rule(bool held)
+{
+	if (pbd.cfg.read_data != PBD_READ_AUTO)
+		return pbd.cfg.read_data == PBD_READ_NO ? PB_LEAVE_ALWAYS : PB_LEAVE_NEVER;
+	return held || pbd.cfg.gap < DATA_LEFT_MIN_GAP ? PB_LEAVE_NEVER : PB_LEAVE_WIDE;
 }
 
 /*
@@ -464,7 +479,8 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 				   .exe_entry = -1 } };
 	struct pb_record rec = { 0 };
 	static struct task t;
-	bool script = false;
+	bool held = pbd.cfg.hold_exec_ms, script = false;
+	char data_left[64] = "";
 	int keep[] = { exe_fd, pidfd, report_fd };
 	struct stat st;
 	int ret;
@@ -484,10 +500,10 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		/* first: the start-up's look-ups come before its faults on most pages */
 		r.meta = meta_read(exe_fd, &st, r.p.gap, r.p.budget, &r.meta_bytes);
 		r.p.budget = r.p.budget > r.meta_bytes ? r.p.budget - r.meta_bytes : 1;
-		r.p.exe_to_kernel = leave_to_kernel(pbd.cfg.read_program, st.st_dev);
-		r.p.libs_to_kernel = leave_to_kernel(pbd.cfg.read_libraries, st.st_dev);
-		r.p.plan_to_kernel = leave_to_kernel(pbd.cfg.read_plan, st.st_dev);
-		r.p.data_to_kernel = leave_to_kernel(pbd.cfg.read_data, st.st_dev);
+		r.p.exe_to_kernel = leave_to_kernel(pbd.cfg.read_program, st.st_dev, held);
+		r.p.libs_to_kernel = leave_to_kernel(pbd.cfg.read_libraries, st.st_dev, held);
+		r.p.plan_to_kernel = leave_to_kernel(pbd.cfg.read_plan, st.st_dev, held);
+		r.p.data_to_kernel = data_rule(held);
 		if (!pb_marker_is_one(t.marker, sizeof(t.marker))) {
 			/*
 			 * a script: its own pages, nothing more, its record read
@@ -524,14 +540,17 @@ void exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd, bool meta_only)
 		exe_pages(exe_fd, &rec, &r.p);
 	if (pb_verbose && r.gone)	/* no name in its root: the name here */
 		task_path(getpid(), exe_fd, t.exe, sizeof(t.exe));
+	if (r.p.data_left)
+		snprintf(data_left, sizeof(data_left), ", %" PRIu64 " data files left to the kernel",
+			 r.p.data_left);
 	if (pb_verbose)
 		pb_note(t.exe, "pid %d: %s, %" PRIu64 " files, %" PRIu64
-			" extents, %" PRIu64 " bytes", (int)pid,
+			" extents, %" PRIu64 " bytes%s", (int)pid,
 			ret ? "not read ahead" : script ? "a script: its own pages" :
 			r.gone ? "gone; its own pages only" :
 			r.p.plan_left ? "plan left to the kernel" :
 			r.p.plan ? "plan" : r.p.libs_left ? "libraries left to the kernel" :
-			"per-file bitmaps", r.p.files, r.p.extents, r.p.bytes);
+			"per-file bitmaps", r.p.files, r.p.extents, r.p.bytes, data_left);
 	r.result = ret;
 	child_report(report_fd, &r);
 }

@@ -344,11 +344,12 @@ static void handle_event(const struct fanotify_event_metadata *m, int report_fd,
 /* ---- data files, at their open -------------------------------------------- */
 
 /*
- * Whether a file opened (@fd, O_PATH) by the process of @pidfd (the
+ * Whether a file opened (@fd, O_PATH) by process @pid (@pidfd, the
  * event's) is a stamped data file to read ahead, and may be now
- * (may_start(): then "recent").
+ * (may_start(): then "recent").  Not where the kernel's faults read it
+ * better (data_rule(); an open is never held).
  */
-static bool data_wanted(int fd, int pidfd, time_t now)
+static bool data_wanted(int fd, pid_t pid, int pidfd, time_t now)
 {
 	static unsigned char value[65536];	/* the largest attribute value */
 	char self[64];
@@ -365,8 +366,16 @@ static bool data_wanted(int fd, int pidfd, time_t now)
 		pbd.n.skip_kernel++;
 		return false;
 	}
-	if (leave_to_kernel(pbd.cfg.read_data, st.st_dev)) {	/* its faults read it */
+	if (pb_leaves(data_rule(false), st.st_dev)) {
 		pbd.n.data_to_kernel++;
+		if (pb_verbose) {
+			char name[PATH_MAX];
+			ssize_t len = readlink(self, name, sizeof(name) - 1);
+
+			name[len > 0 ? len : 0] = '\0';
+			pb_note(len > 0 ? name : self, "opened by pid %d: data file left to the kernel",
+				(int)pid);
+		}
 		return false;
 	}
 	/*
@@ -489,7 +498,7 @@ static void open_event(const struct fanotify_event_metadata *m, int opener, int 
 			pbd.n.skip_handle++;
 		return;
 	}
-	if (data_wanted(fd, opener, now)) {
+	if (data_wanted(fd, m->pid, opener, now)) {
 		/*
 		 * Opened by a process whose exec is still being read ahead:
 		 * its plan may list the file (the benchmark's git pack, 13.5

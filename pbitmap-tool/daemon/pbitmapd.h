@@ -117,7 +117,7 @@ struct counters {
 	uint64_t program_to_kernel;	/* execs whose program's pages were left to the kernel */
 	uint64_t libraries_to_kernel;	/* execs without a plan whose libraries were */
 	uint64_t plans_to_kernel;	/* execs whose plan's files were */
-	uint64_t data_to_kernel;	/* data files, at an open or in a plan, whose pages were */
+	uint64_t data_to_kernel;	/* opens of data files, and plans' data files, left */
 	uint64_t held, held_timeout;	/* hold.c */
 	/*
 	 * CPU in microseconds: the daemon's on exec and on open events, its
@@ -242,7 +242,8 @@ int drop_privileges(uid_t uid, gid_t gid, const gid_t *groups, int nr, uint32_t 
 void child_limits(const int *keep, size_t nr_keep, unsigned int seconds, unsigned int cpu);
 void __attribute__((noreturn)) child_report(int report_fd, const struct report *r);
 int xattr_pages(int fd, struct pb_exec_prefetch *p);
-bool leave_to_kernel(enum pbd_read setting, dev_t dev);
+bool leave_to_kernel(enum pbd_read setting, dev_t dev, bool held);
+enum pb_leave data_rule(bool held);
 void __attribute__((noreturn)) exec_child(int exe_fd, pid_t pid, int pidfd, int report_fd,
 					  bool meta_only);
 void __attribute__((noreturn)) data_child(int fd, pid_t pid, int opener, int after,

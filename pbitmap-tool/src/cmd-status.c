@@ -34,7 +34,7 @@ static const struct {
 	{ "program_to_kernel", "stamped execs whose program's own pages were left to the kernel" },
 	{ "libraries_to_kernel", "execs without a plan whose libraries were left to the kernel" },
 	{ "plans_to_kernel", "execs whose plan's files were left to the kernel" },
-	{ "data_to_kernel", "data files, opened or in a plan, left to the kernel" },
+	{ "data_to_kernel", "opens of data files, and data files in plans, left to the kernel" },
 	{ "files", "files read ahead" },
 	{ "extents", "ranges requested" },
 	{ "bytes", "bytes requested" },

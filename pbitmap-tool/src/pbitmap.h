@@ -892,6 +892,10 @@ uint64_t pb_willneed_chunk_of_device(dev_t dev);
  */
 bool pb_window_wide_of_device(dev_t dev);
 bool pb_window_wide(dev_t dev);
+/* What to leave to the kernel's read-ahead: nothing, everything, or on wide windows. */
+enum pb_leave { PB_LEAVE_NEVER, PB_LEAVE_ALWAYS, PB_LEAVE_WIDE };
+/* Whether @rule leaves a file on @dev to the kernel (PB_LEAVE_WIDE: pb_window_wide()). */
+bool pb_leaves(enum pb_leave rule, dev_t dev);
 /*
  * From now on pb_willneed_chunk() and pb_window_wide() answer @chunks[i]
  * and @wide[i] for a file on @devs[i] (@len entries, kept by the caller;
@@ -922,8 +926,12 @@ struct pb_exec_prefetch {
 	bool libs_to_kernel;	/* without a plan, the libraries' pages too:
 				 * pb_exec_rest() reads nothing */
 	bool plan_to_kernel;	/* with a plan, the files it lists too */
-	bool data_to_kernel;	/* the stamped data files it lists (read, or
-				 * left, at their open instead) */
+	/*
+	 * the stamped data files it lists: read, left to the kernel (their
+	 * open reads them or not), or left where their device's read-ahead
+	 * window is as wide as its largest request (pb_window_wide())
+	 */
+	enum pb_leave data_to_kernel;
 	/* what was done */
 	bool plan;		/* the executable's plan was followed */
 	bool exe_planned;	/* and read every run of @exe_entry */

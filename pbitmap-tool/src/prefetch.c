@@ -1125,16 +1125,22 @@ static int plan_open(const struct pb_plan_view *v, uint32_t i, struct pb_exec_pr
 }
 
 /*
- * Whether the plan's file open as @fd is a stamped data file (its record
- * in user.pbitmap): its open is heard of too, and read, or left to the
- * kernel, there (pbitmapd's PBITMAP_DAEMON_READ_DATA).
+ * Whether to leave the plan's file @i, open as @fd, to the kernel: a
+ * stamped data file (its record in user.pbitmap), as @p->data_to_kernel
+ * says for its device.  Its open is heard of too, and it is read there or
+ * not by the same rule (pbitmapd's PBITMAP_DAEMON_READ_DATA).  A value
+ * longer than the buffer is not a marker (32 bytes): a record.
  */
-static bool plan_data_file(int fd)
+static bool plan_leaves(const struct pb_plan_view *v, uint32_t i, int fd,
+			const struct pb_exec_prefetch *p)
 {
-	static unsigned char value[65536];	/* the largest attribute value */
-	ssize_t n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
+	unsigned char value[64];
+	ssize_t n;
 
-	return n > 0 && pb_attr_is_record(value, (size_t)n);
+	if ((int64_t)i == p->exe_entry || !pb_leaves(p->data_to_kernel, le32toh(v->files[i].dev)))
+		return false;
+	n = fgetxattr(fd, PBITMAP_XATTR_NAME, value, sizeof(value));
+	return n < 0 ? errno == ERANGE : pb_attr_is_record(value, (size_t)n);
 }
 
 /*
@@ -1199,7 +1205,8 @@ static bool plan_read_run(const struct pb_plan_view *v, const struct pb_plan_run
  * The executable's entry (@p->exe_entry) is left out when its pages are
  * left to the kernel (@p->exe_to_kernel); else @p->exe_planned says
  * whether each of its runs was submitted: if not, its caller reads its
- * pages.
+ * pages.  Stamped data files are left out as @p->data_to_kernel says
+ * (plan_leaves()), counted in @p->data_left.
  */
 static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch *p)
 {
@@ -1246,17 +1253,16 @@ static void prefetch_plan(const struct pb_plan_view *v, struct pb_exec_prefetch 
 			if (p->budget && p->bytes >= p->budget) {
 				p->skip_budget++;
 				*fd = LEFT_OUT;
-			} else if ((*fd = plan_open(v, r->file, p)) >= 0 &&
-				   p->data_to_kernel && plan_data_file(*fd)) {
+			} else if ((*fd = plan_open(v, r->file, p)) < 0) {
+				*fd = LEFT_OUT;
+			} else if (plan_leaves(v, r->file, *fd, p)) {
 				close(*fd);
 				p->data_left++;
 				*fd = LEFT_OUT;
-			} else if (*fd >= 0) {
+			} else {
 				p->files++;
 				pb_cached_probe(*fd, 0, le64toh(v->files[r->file].size),
 						&cached[r->file]);
-			} else {
-				*fd = LEFT_OUT;
 			}
 		}
 		if (*fd >= 0)

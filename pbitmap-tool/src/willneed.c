@@ -138,6 +138,11 @@ bool pb_window_wide(dev_t dev)
 	return false;
 }
 
+bool pb_leaves(enum pb_leave rule, dev_t dev)
+{
+	return rule == PB_LEAVE_ALWAYS || (rule == PB_LEAVE_WIDE && pb_window_wide(dev));
+}
+
 uint64_t pb_willneed_chunk(dev_t dev)
 {
 	if (table_devs) {

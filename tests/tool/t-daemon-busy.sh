@@ -28,8 +28,8 @@ d=$(tmpdir)
 cd "$d" || fail "cd $d"
 stamp_data A B
 sleep 2.1	# pbitmap's own opens of them are not the daemon's: none yet, but to be sure
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_MAX_PARALLEL=1\n' >one.conf
 daemon_start one.conf -f -e trace=fadvise64 -e inject=fadvise64:delay_enter=400000 -o strace.log
 

@@ -37,8 +37,8 @@ done
 "$PBITMAP" add -q two/D && "$PBITMAP" set -q --pages 0-7 two/D &&
 	"$PBITMAP" add -q one/E && "$PBITMAP" set -q --pages 0-7 one/E || fail "cannot stamp two/D and one/E"
 
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\n' >on.conf
 daemon_start on.conf
 grep -qF "pbitmapd: $d/two: opens of data files not watched: it has the filesystem ID of $d/one " \

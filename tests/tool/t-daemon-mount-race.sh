@@ -31,8 +31,8 @@ cp /bin/sleep prog && head -c 10000 /dev/urandom >F && mkdir g && mount -t tmpfs
 	at_exit "umount $d/g" && head -c 10000 /dev/urandom >g/G || fail "cannot make prog, F and g/G"
 "$PBITMAP" add -q --plan-size 4K prog && "$PBITMAP" plan prog F || fail "cannot plan prog"
 
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_READ_PLAN=yes\n' >on.conf
 daemon_start on.conf -f -qq -yy -e trace=statx,openat,openat2,fadvise64 \
 	-e inject=statx:delay_exit=300000 -o trace

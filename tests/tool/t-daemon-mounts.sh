@@ -53,8 +53,8 @@ bdev=$(devno b) && [[ -n $bdev ]] || fail "no mountinfo line for b"
 
 # Cached ranges read too (SKIP_CACHED=no): the test watches the reads of files
 # its programs have just read themselves (the default: t-prefetch-cached).
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_READ_PLAN=yes\nPBITMAP_DAEMON_SKIP_CACHED=no\n' >on.conf
 daemon_start on.conf
 grep -q "^pbitmapd: $d/b: watching execs" daemon.log || fail "the btrfs at b is not watched: $(cat daemon.log)"

@@ -31,8 +31,8 @@ d=$(tmpdir)
 cd "$d" || fail "cd $d"
 stamp_data data
 
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\n' >on.conf
 said="pbitmapd: cannot open files by handle (open_by_handle_at(2): a kernel without CONFIG_FHANDLE, or a policy refusing it): data files are not read ahead"
 daemon_start on.conf -e trace=name_to_handle_at,open_by_handle_at \

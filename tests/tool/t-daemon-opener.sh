@@ -46,8 +46,8 @@ NOBODY=(setpriv --reuid=65534 --regid=65534 --clear-groups)
 cached() { fincore -nb -o RES "$1"; }
 sync && echo 1 >/proc/sys/vm/drop_caches
 sleep 2.1	# pbitmap's own opens: not the daemon's, but not "recent" either
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\n' >on.conf
 
 daemon_start on.conf -f -y -e trace=pidfd_open,setresuid,fadvise64 -o strace.log

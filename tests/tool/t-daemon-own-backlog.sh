@@ -37,8 +37,8 @@ for p in calm busy; do
 done
 mkdir many && (cd many && seq 20000 | xargs touch) || fail "cannot make many/"
 sleep 2.1	# pbitmap's own opens of D: not "recent", but not to overlap either
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_READ_PROGRAM=yes\n' >on.conf
 daemon_start on.conf
 

@@ -92,8 +92,8 @@ head -c $((4 << 20)) /dev/urandom >D && "$PBITMAP" add -q D && "$PBITMAP" set -q
 # The program's own pages whatever this host's disk (auto: t-daemon-program).
 # Cached ranges read too (SKIP_CACHED=no): the test watches the reads of files
 # its programs have just read themselves (the default: t-prefetch-cached).
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_JOIN_GAP_KB=64\nPBITMAP_DAEMON_READ_PROGRAM=yes\nPBITMAP_DAEMON_SKIP_CACHED=no\n' >on.conf
 daemon_start on.conf -f -qq -y -e trace=fadvise64,pread64,setresuid -o trace
 for p in "${programs[@]}"; do

@@ -20,9 +20,12 @@
 #     a stamped libpbtest.so beside it, pages 0-1 of both marked: narrow's
 #     program and library read, wide's neither;
 #   - narrow/D and wide/D, stamped data files (pages 0-1), each opened by
-#     a process: narrow's read, wide's not;
-#   - wide/P, a stamped data file in wide/planned's plan, never opened:
-#     not read;
+#     a process: narrow's read, wide's not (the log says so), with a join
+#     gap of 1024 KiB (a request as dear as a megabyte: the rule's bound);
+#     at the default 256 KiB, wide/D read too;
+#   - wide/P and narrow/P, stamped data files in wide/planned's plan, never
+#     opened: each judged by its own device, wide/P not read, narrow/P read
+#     (its log line: 1 data file left);
 #   - program_to_kernel counts the three wide programs,
 #     libraries_to_kernel the two without a plan, data_to_kernel wide/D and
 #     wide/P; the log names the wide device.
@@ -58,20 +61,22 @@ for fs in narrow wide; do
 		"$PBITMAP" add -q $fs/$f && "$PBITMAP" set -q --pages 0-1 $fs/$f || fail "cannot stamp $fs/$f"
 	done
 done
-for f in narrow/D wide/D wide/P; do
+for f in narrow/D wide/D wide/P narrow/P; do
 	head -c 10000 /dev/urandom >$f && "$PBITMAP" add -q $f && "$PBITMAP" set -q --pages 0-1 $f ||
 		fail "cannot stamp the data file $f"
 done
 head -c 10000 /dev/urandom >wide/B && cp /bin/sleep wide/planned &&
 	"$PBITMAP" add -q --plan-size 4K wide/planned && "$PBITMAP" set -q --pages 0-1 wide/planned &&
-	"$PBITMAP" plan wide/planned wide/planned wide/B wide/P &&
+	"$PBITMAP" plan wide/planned wide/planned wide/B wide/P narrow/P &&
 	python3 "$TOP/tests/lib/plan_identity.py" wide/planned 0 || fail "cannot plan wide/planned"
 
 # five programs at once: more than the default 4 children, which would skip the fifth
 # Cached ranges read too (SKIP_CACHED=no): the test watches the reads of files
 # its programs have just read themselves (the default: t-prefetch-cached).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_MAX_PARALLEL=8\nPBITMAP_DAEMON_SKIP_CACHED=no\n' >on.conf
-daemon_start on.conf -ff -qq -y -e trace=fadvise64 -o trace
+# data files are left only where a request costs as much as a megabyte read
+{ cat on.conf; echo PBITMAP_DAEMON_JOIN_GAP_KB=1024; } >wide-gap.conf
+daemon_start wide-gap.conf -ff -qq -y -e trace=fadvise64 -o trace
 grep -q "^pbitmapd: $d/wide: watching execs (.*; the kernel's window is as wide)" daemon.log ||
 	fail "the log does not say wide's window is as wide as its requests: $(cat daemon.log)"
 if grep -q "^pbitmapd: $d/narrow: watching execs (.*; the kernel's window is as wide)" daemon.log; then
@@ -80,16 +85,16 @@ fi
 
 progs=(narrow/prog wide/prog wide/planned narrow/uses wide/uses)
 pids=()
-sleep 2.1	# pbitmap's own opens of the data files are not the daemon's
 for p in "${progs[@]}"; do ./$p 2 & pids+=($!); done	# running while the daemon takes them
 for f in narrow/D wide/D; do sleep 2 <$f & pids+=($!); done	# their openers, still there
 for pid in "${pids[@]}"; do wait "$pid" || fail "a program did not run under the daemon"; done
 handled() { grep -c "^pbitmapd: $d/$1: pid [0-9]*: " daemon.log; }
-opened() { grep -c "^pbitmapd: $d/$1: opened by pid [0-9]*: data file, " daemon.log; }
+opened() { grep -c "^pbitmapd: $d/$1: opened by pid [0-9]*: data file${2-, }" daemon.log; }
 for _ in $(seq 100); do
 	n=0
 	for p in "${progs[@]}"; do [[ $(handled "$p") == 1 ]] && n=$((n + 1)); done
-	((n == ${#progs[@]})) && [[ $(opened narrow/D) == 1 ]] && (($(counter data_to_kernel) >= 2)) &&
+	((n == ${#progs[@]})) && [[ $(opened narrow/D) == 1 ]] &&
+		[[ $(opened wide/D " left to the kernel$") == 1 ]] && (($(counter data_to_kernel) >= 2)) &&
 		[[ $(counter pending) == 0 ]] && break
 	sleep 0.1
 done
@@ -126,12 +131,32 @@ done
 (($(counter program_to_kernel) >= 3 && $(counter libraries_to_kernel) >= 2)) ||
 	fail "program_to_kernel, libraries_to_kernel: want at least 3 and 2, got: $(tr '\n' ' ' <status)"
 pass "program_to_kernel counts the three, libraries_to_kernel the two without a plan; the log says which"
-[[ $(reads narrow/D) == "0 8192" ]] || fail "narrow/D: want its pages 0-1 read (0 8192), read: '$(reads narrow/D)'"
+for f in narrow/D narrow/P; do
+	[[ $(reads $f) == "0 8192" ]] || fail "$f: want its pages 0-1 read (0 8192), read: '$(reads $f)'"
+done
 [[ $(opened narrow/D) == 1 ]] || fail "narrow/D: want it read at its open once: $(cat daemon.log)"
 for f in wide/D wide/P; do
 	[[ -z $(reads $f) ]] || fail "$f: want nothing read, read: '$(reads $f)'"
 done
-[[ $(opened wide/D) == 0 ]] || fail "wide/D: want it left to the kernel at its open: $(cat daemon.log)"
+[[ $(opened wide/D) == 0 && $(opened wide/D " left to the kernel$") == 1 ]] ||
+	fail "wide/D: want it left to the kernel at its open, once: $(cat daemon.log)"
+[[ $(said wide/planned "plan") == 1 ]] &&
+	grep -q "^pbitmapd: $d/wide/planned: pid [0-9]*: plan, .*, 1 data files left to the kernel$" daemon.log ||
+	fail "wide/planned: want its plan's wide/P left, narrow/P read: $(cat daemon.log)"
 (($(counter data_to_kernel) >= 2)) || fail "data_to_kernel: want at least 2, got: $(tr '\n' ' ' <status)"
 pass "a data file read at its open where the window is narrower, left to the kernel where it is" \
-	"as wide, at its open and in a plan; data_to_kernel counts both"
+	"as wide, at its open and in a plan (judged by its own device); data_to_kernel counts both"
+
+# The default gap (256 KiB): requests not that dear, wide/D read at its open.
+daemon_start on.conf -ff -qq -y -e trace=fadvise64 -o trace256
+sleep 2 <wide/D &
+wait $! || fail "the opener of wide/D did not run"
+for _ in $(seq 100); do
+	[[ $(opened wide/D) == 1 && $(counter pending) == 0 ]] && break
+	sleep 0.1
+done
+daemon_stop
+got=$(cat trace256.* | sed -n "s|^fadvise64([0-9]*<$d/wide/D>, \([0-9]*\), \([0-9]*\), POSIX_FADV_WILLNEED) = 0|\1 \2|p")
+[[ $got == "0 8192" && $(opened wide/D) == 1 ]] ||
+	fail "wide/D at the default gap: want its pages 0-1 read at its open (0 8192), read: '$got': $(cat daemon.log)"
+pass "at the default join gap (256 KiB) a data file on the wide device is read at its open"

@@ -29,8 +29,8 @@ d=$(tmpdir)
 cd "$d" || fail "cd $d"
 stamp_data A B
 sleep 2.1	# pbitmap's own opens of them are not the daemon's
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\n' >on.conf
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\nPBITMAP_DAEMON_HOLD_EXEC_MS=100\n' >hold.conf
 logged() { grep -c "^pbitmapd: $d/$1: opened by pid [0-9]*: data file, 1 extents" daemon.log; }

@@ -37,8 +37,8 @@ at_exit "umount $d/mnt 2>/dev/null"
 stamp_data mnt/data
 sleep 2.1	# pbitmap's own opens of it: none counted, but not "recent" either
 
-# Data files read whatever the window: READ_DATA=auto leaves them to the kernel where
-# it is as wide as a request, as on this host's disk and loop devices (t-daemon-program).
+# Data files read whatever the device: READ_DATA=auto may leave them to the kernel
+# (t-daemon-program).
 printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_READ_DATA=yes\n' >on.conf
 daemon_start on.conf
 read_logged() { grep -c "^pbitmapd: $d/mnt/data: opened by pid [0-9]*: data file, 1 extents" daemon.log; }
