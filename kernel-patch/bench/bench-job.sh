@@ -124,6 +124,9 @@
 #            stamped data files read at their open and in a plan whatever the
 #            device's read-ahead window (the default, auto, leaves them to the
 #            kernel where the window is at least the largest request)
+#   daemon-readall-probed  daemon-probed with PBITMAP_DAEMON_READ_PROGRAM=yes
+#            and _READ_LIBRARIES=yes: a program's own pages and its
+#            libraries read whatever the device's window
 #   daemon-b pbitmapd serving tree B (the bitmaps and start-up plans the
 #            series' kernel learned), the series' prefetch off: the same
 #            plans read from user space instead of at exec (a boot of the
@@ -187,7 +190,7 @@ needs_b() {
 is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-plan-gap[0-9]* | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
-in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | daemon-planleft-probed | daemon-dataread-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
+in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | daemon-planleft-probed | daemon-dataread-probed | daemon-readall-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
 in_tree_a_daemon() { case $1 in daemon-a | daemon-a-probed) return 0 ;; esac; return 1; }
 is_daemon() { in_tree_d "$1" || in_tree_a_daemon "$1" || case $1 in daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) true ;; plan-probed-dmeta) true ;; *) false ;; esac; }
 needs_d() {
@@ -285,7 +288,8 @@ if has_condition plan-probed || has_condition plan-probed-paced || has_condition
 	has_condition pressure-plan-probed ||
 	has_condition daemon-probed || has_condition pressure-daemon-probed ||
 	has_condition daemon-nometa-probed || has_condition daemon-a-probed ||
-	has_condition daemon-planleft-probed || has_condition daemon-dataread-probed; then
+	has_condition daemon-planleft-probed || has_condition daemon-dataread-probed ||
+	has_condition daemon-readall-probed; then
 	probe_gap=$(pbitmap device-gap -q $A) || die "pbitmap device-gap $A failed"
 	log "pbitmap device-gap on $DEV: $probe_gap (KiB; -1: the kernel's model)"
 fi
@@ -518,12 +522,13 @@ printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\n' >daemon-read.conf
 daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 	local n=${1#daemon-gap} tag= f
 	case $1 in
-	*daemon-probed | daemon-nometa-probed | daemon-planleft-probed | daemon-dataread-probed | daemon-a-probed | plan-probed-dmeta)	# pbitmapd's rule: the measured gap, or 256 where -1
+	*daemon-probed | daemon-nometa-probed | daemon-planleft-probed | daemon-dataread-probed | daemon-readall-probed | daemon-a-probed | plan-probed-dmeta)	# pbitmapd's rule: the measured gap, or 256 where -1
 		n=256
 		[ "$probe_gap" -lt 0 ] || n=$probe_gap
 		[ "$1" != daemon-nometa-probed ] || tag=nometa-
 		[ "$1" != daemon-planleft-probed ] || tag=planleft-
-		[ "$1" != daemon-dataread-probed ] || tag=dataread- ;;
+		[ "$1" != daemon-dataread-probed ] || tag=dataread-
+		[ "$1" != daemon-readall-probed ] || tag=readall- ;;
 	daemon-gap[0-9]*) ;;
 	daemon-nometa)
 		printf 'PBITMAP_DAEMON=yes\nPBITMAP_DAEMON_LEARN=no\nPBITMAP_DAEMON_METADATA=no\n' \
@@ -543,6 +548,7 @@ daemon_conf() {	# CONDITION: its settings file (daemon-gapN: the join gap N KiB)
 		[ "$tag" != nometa- ] || echo PBITMAP_DAEMON_METADATA=no
 		[ "$tag" != planleft- ] || echo PBITMAP_DAEMON_READ_PLAN=no
 		[ "$tag" != dataread- ] || echo PBITMAP_DAEMON_READ_DATA=yes
+		[ "$tag" != readall- ] || printf 'PBITMAP_DAEMON_READ_PROGRAM=yes\nPBITMAP_DAEMON_READ_LIBRARIES=yes\n'
 	} >"$f"
 	echo "$f"
 }

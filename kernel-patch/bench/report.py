@@ -82,7 +82,7 @@ WARM = "warm"
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "off-b", "slurp-b", "early", "exec", "full", "learned", "plan",
                    "plan-paced", "plan-probed", "plan-probed-nometa", "plan-probed-allmeta", "plan-probed-widemeta", "plan-probed-paced", "plan-probed-later", "plan-probed-meta", "plan-probed-dmeta", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
-                   "pressure-plan", "pressure-plan-probed", "daemon", "daemon-nometa", "daemon-nometa-probed", "daemon-planleft-probed", "daemon-dataread-probed", "pressure-daemon",
+                   "pressure-plan", "pressure-plan-probed", "daemon", "daemon-nometa", "daemon-nometa-probed", "daemon-planleft-probed", "daemon-dataread-probed", "daemon-readall-probed", "pressure-daemon",
                    "daemon-b", "pressure-daemon-b", "daemon-probed", "pressure-daemon-probed",
                    "daemon-hold", "daemon-b-hold")
 # A full machine (page cache full of another file, the workload's files
@@ -106,6 +106,7 @@ DAEMON_PAIRS = ((DAEMON, BASELINE, "plan"), (PRESSURE_DAEMON, "pressure-off", "p
                 ("daemon-nometa", BASELINE, "plan"), ("daemon-nometa-probed", BASELINE, "plan"),
                 ("daemon-planleft-probed", BASELINE, "plan"),
                 ("daemon-dataread-probed", BASELINE, "plan"),
+                ("daemon-readall-probed", BASELINE, "plan"),
                 ("daemon-probed", BASELINE, "plan"),
                 ("pressure-daemon-probed", "pressure-off", "pressure-plan"),
                 ("daemon-hold", BASELINE, "plan"), ("daemon-b-hold", BASELINE, "plan"))
