@@ -123,7 +123,8 @@
 #   daemon-dataread-probed  daemon-probed with PBITMAP_DAEMON_READ_DATA=yes:
 #            stamped data files read at their open and in a plan whatever the
 #            device's read-ahead window (the default, auto, leaves them to the
-#            kernel where the window is at least the largest request)
+#            kernel where the window is at least the largest request and the
+#            join gap at least 1024 KiB)
 #   daemon-readall-probed  daemon-probed with PBITMAP_DAEMON_READ_PROGRAM=yes
 #            and _READ_LIBRARIES=yes: a program's own pages and its
 #            libraries read whatever the device's window

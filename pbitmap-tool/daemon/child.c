@@ -307,11 +307,11 @@ static int exe_record(int fd, const struct stat *st, const unsigned char *marker
 }
 
 /*
- * Whether to leave a program's pages (on device @dev) to the kernel, as
- * @setting (PBITMAP_DAEMON_READ_PROGRAM, _READ_LIBRARIES or _READ_PLAN)
- * says: auto (the first two's default) where the kernel's read-ahead
- * window there is at least the device's largest request, unless the exec
- * is @held.
+ * What a READ_* @setting leaves to the kernel (pb_leaves() judges a device
+ * by it): auto (the default but _READ_PLAN's) leaves what is on a device
+ * whose read-ahead window is at least its largest request, unless the
+ * exec is @held.  For a program's pages (PBITMAP_DAEMON_READ_PROGRAM,
+ * _READ_LIBRARIES, _READ_PLAN: leave_to_kernel(), on the program's device):
  *
  * The program itself is faulting its file by the time its exec is heard
  * of, and on such a device its faults read the file in requests as large
@@ -351,19 +351,24 @@ static int exe_record(int fd, const struct stat *st, const unsigned char *marker
  * A held exec (PBITMAP_DAEMON_HOLD_EXEC_MS) faults nothing until its
  * reads are submitted: its program, libraries and plan are read.
  */
-bool leave_to_kernel(enum pbd_read setting, dev_t dev, bool held)
+static enum pb_leave read_rule(enum pbd_read setting, bool held)
 {
 	if (setting != PBD_READ_AUTO)
-		return setting == PBD_READ_NO;
-	return !held && pb_window_wide(dev);
+		return setting == PBD_READ_NO ? PB_LEAVE_ALWAYS : PB_LEAVE_NEVER;
+	return held ? PB_LEAVE_NEVER : PB_LEAVE_WIDE;
+}
+
+static bool leave_to_kernel(enum pbd_read setting, dev_t dev, bool held)
+{
+	return pb_leaves(read_rule(setting, held), dev);
 }
 
 /*
  * Which stamped data files to leave to the kernel (PBITMAP_DAEMON_READ_DATA),
  * at their open and in a plan, each judged on its own device
- * (pb_leaves()): auto leaves them where the window is wide, if a request
+ * (pb_leaves()): read_rule()'s, but auto leaves none unless a request
  * costs as much as reading DATA_LEFT_MIN_GAP more (the join gap, as
- * pbitmap-device-gap.service measures it), and the exec is not @held.
+ * pbitmap-device-gap.service measures it).
  *
  * On Debian's 7.3 (8 MiB window), the benchmark's git pack, mapped: at 150
  * requests a second (gap measured 1024 KiB) left 0.630 s, read 0.875, no
@@ -375,9 +380,9 @@ bool leave_to_kernel(enum pbd_read setting, dev_t dev, bool held)
 #define DATA_LEFT_MIN_GAP	(1024 << 10)
 enum pb_leave data_rule(bool held)
 {
-	if (pbd.cfg.read_data != PBD_READ_AUTO)
-		return pbd.cfg.read_data == PBD_READ_NO ? PB_LEAVE_ALWAYS : PB_LEAVE_NEVER;
-	return held || pbd.cfg.gap < DATA_LEFT_MIN_GAP ? PB_LEAVE_NEVER : PB_LEAVE_WIDE;
+	if (pbd.cfg.read_data == PBD_READ_AUTO && pbd.cfg.gap < DATA_LEFT_MIN_GAP)
+		return PB_LEAVE_NEVER;
+	return read_rule(pbd.cfg.read_data, held);
 }
 
 /*
