@@ -115,19 +115,42 @@ settled 3 1	# fincore's
 
 # The opener's PID given to a root process before the daemon reads the
 # event: the next PID is the one after ns_last_pid's, unless another
-# process forks in between (tried again then).
+# process forks in between (tried again then).  One Python process does
+# it all, reaping each child it forks before the next: a loop of
+# "sleep &" and "kill $!" in this shell left it records of killed jobs
+# whose PIDs its later children were given, and under make check (other
+# processes forking, so tries missed) bash lost one ("wait_for: No
+# record of process", CI of 84e9791).
 kill -STOP "$DPID"
-opener=$("${NOBODY[@]}" /usr/bin/python3 -c \
-	'import os, sys; os.open(sys.argv[1], os.O_WRONLY); print(os.getpid())' reused) ||
-	fail "nobody cannot open reused for writing"
-reuser=
-for _ in $(seq 50); do
-	echo $((opener - 1)) >/proc/sys/kernel/ns_last_pid || fail "cannot write ns_last_pid"
-	sleep 60 &
-	(($! == opener)) && reuser=$! && break
-	kill $!
-done
-[[ -n $reuser ]] || fail "PID $opener was not given to a root process in 50 tries"
+pids=$(/usr/bin/python3 - reused <<'EOF'
+import os, sys, time
+opener = os.fork()
+if opener == 0:  # nobody: opens for writing, exits
+    os.setgroups([])
+    os.setresgid(65534, 65534, 65534)
+    os.setresuid(65534, 65534, 65534)
+    os.open(sys.argv[1], os.O_WRONLY)
+    os._exit(0)
+if os.waitpid(opener, 0)[1] != 0:
+    sys.exit("nobody cannot open %s for writing" % sys.argv[1])
+for _ in range(50):
+    with open("/proc/sys/kernel/ns_last_pid", "w") as f:
+        f.write(str(opener - 1))
+    child = os.fork()
+    if child == 0:  # root, stays a minute at most; not the reader of our output
+        os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+        time.sleep(60)
+        os._exit(0)
+    if child == opener:
+        print(opener, child)
+        sys.exit(0)
+    os.kill(child, 9)
+    os.waitpid(child, 0)
+sys.exit("PID %d was not given to a root process in 50 tries" % opener)
+EOF
+)
+read -r opener reuser <<<"$pids"
+[[ -n $reuser && $reuser == "$opener" ]] || fail "no root process with the PID of reused's opener (see above)"
 at_exit "kill $reuser 2>/dev/null"
 kill -CONT "$DPID"
 settled 4 1
