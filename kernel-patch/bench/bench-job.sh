@@ -87,11 +87,18 @@
 #            as vmtouch/ureadahead users do; the reads are counted
 #   warm     everything cached: one uncounted run just before (the floor)
 #   pressure as full, on a full machine: instead of the drop, the workload's
-#            files (tree A) are evicted with POSIX_FADV_DONTNEED and a sparse
+#            files are evicted with POSIX_FADV_DONTNEED (those it maps and
+#            every other file of its tree a cold run of it caches, listed
+#            once in tree A: evict.txt) and a sparse
 #            file of MemTotal + 25% on the root disk is read whole, so that
 #            the page cache is full of other pages and free memory sits at
 #            the watermarks (fill-evict.c, shared with t-pressure.sh)
 #   pressure-off  the same eviction, pbitmap off: pressure's baseline
+#   pressure-off-cold  pressure-off with the file system's metadata cold as
+#            after a drop: once the fill is read, the dentry and inode
+#            caches dropped (drop_caches=2, which leaves the fill: an inode
+#            with cached pages is not on the inode LRU) and the bench
+#            disk's own cached blocks (blockdev --flushbufs)
 #   pressure-plan as plan, on a full machine: the same eviction and fill, of
 #            the learned tree B's files (its data files are copies)
 #   pressure-plan-probed  pressure-plan with plan-probed's gap
@@ -163,7 +170,8 @@
 # $RESULTS: bench.csv (one row per run, the columns
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
 # learned, the floors), exec.csv (the warm-exec microbenchmark),
-# pressure.txt (the memory before each `pressure` run: fill-evict's line).
+# pressure.txt (the memory before each `pressure` run: fill-evict's line),
+# evict.txt (how many files a full machine evicts for each workload).
 set -euo pipefail
 JOB=$PWD
 OUT=${RESULTS:-$JOB/results}
@@ -188,7 +196,7 @@ needs_b() {
 	for c in "${conditions[@]}"; do in_tree_b "$c" && return 0; done
 	return 1
 }
-is_pressure() { case $1 in pressure | pressure-off | pressure-plan | pressure-plan-probed | pressure-plan-gap[0-9]* | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
+is_pressure() { case $1 in pressure | pressure-off | pressure-off-cold | pressure-plan | pressure-plan-probed | pressure-plan-gap[0-9]* | pressure-daemon | pressure-daemon-b | pressure-daemon-probed) return 0 ;; esac; return 1; }
 # The conditions pbitmapd serves: those in the tree it learned (D), and
 # those in the kernel's learned tree B.
 in_tree_d() { case $1 in daemon | daemon-nometa | daemon-nometa-probed | daemon-planleft-probed | daemon-dataread-probed | daemon-readall-probed | pressure-daemon | daemon-gap[0-9]* | daemon-probed | pressure-daemon-probed | daemon-hold | daemon-hold[0-9]*) return 0 ;; esac; return 1; }
@@ -207,7 +215,7 @@ needs_daemon() {
 needs_series() {
 	in_tree_d "$1" && return 1
 	in_tree_a_daemon "$1" && return 1
-	case $1 in off | off-busy[0-9]* | nora | user | audit | preload | warm | pressure-off) return 1 ;; esac
+	case $1 in off | off-busy[0-9]* | nora | user | audit | preload | warm | pressure-off | pressure-off-cold) return 1 ;; esac
 	return 0
 }
 has_workload() { [[ " ${workloads[*]} " == *" $1 "* ]]; }
@@ -433,7 +441,7 @@ vm() { echo "$2" >/proc/sys/vm/"$1"; }
 set_condition() {
 	local en=0 early=0 slurp=0 mmap=1 plan=0 gap=-1 inflight=0 later=0 meta=1 fa=$fault_around0 ra=$ra0
 	case $1 in
-	off | off-b | off-busy[0-9]* | user | audit | preload | warm | pressure-off) ;;
+	off | off-b | off-busy[0-9]* | user | audit | preload | warm | pressure-off | pressure-off-cold) ;;
 	nora) fa=4096 ra=0 ;;
 	slurp | slurp-b) slurp=1 ;;
 	early) en=1 early=1 mmap=0 ;;
@@ -620,11 +628,28 @@ run_output() {	# W ROOT: runs W in ROOT, its output to W.out (stdout, stderr, gc
 	chroot "$2" ${cmd[$1]} >"$1.out" 2>&1 </dev/null || echo "exit $?" >>"$1.out"
 	[ "$1" != gcc ] || cat "$2/tmp/out.s" >>"$1.out"
 }
-declare -A ref=()
+# A cold run: what it leaves cached is what a full machine must evict
+# (make_cold), not only the files W maps (files[]): python3's modules are
+# read(), not mapped, and a fill does not push them all out (Debian's 7.3
+# kept most: python3 made 14 requests on a full machine against 86 after
+# a drop, docs/bench/2026-12-07-full-machine-eviction.md).
+cached_files() {	# ROOT: ROOT's regular files with pages cached, ROOT-relative
+	(cd "$1" && find . -xdev \( -path ./learned -o -path ./dlearned \) -prune -o -type f -print0 |
+		xargs -0 -r fincore --noheadings --raw --bytes --output RES,FILE) |
+		awk '$1 > 0 { print substr($2, 2) }'
+}
+declare -A ref=() evict=()
 for w in "${workloads[@]}"; do
+	[ $any_pressure = 0 ] || drop
 	run_output "$w" $A
 	ref[$w]=$(sha256sum <"$w.out")
 	cp "$w.out" "$OUT/$w.reference-output"
+	[ $any_pressure = 1 ] || continue
+	sync
+	evict[$w]=$(cached_files $A) || die "cannot list what $w leaves cached"
+	evict[$w]=$(printf '%s\n%s\n' "${files[$w]}" "${evict[$w]}" | sed '/^$/d' | sort -u)
+	echo "$w: $(wc -l <<<"${evict[$w]}") files evicted on a full machine," \
+		"$(wc -l <<<"${files[$w]}") of them those it maps" >>"$OUT/evict.txt"
 done
 
 # --- The learned trees, B (the kernel's) and D (pbitmapd's): the same
@@ -873,6 +898,11 @@ drain() {	# reads still in flight belong to the run that started them
 		((${EPOCHREALTIME/./} - t0 < 5000000)) || return 0
 	done
 }
+evict_list() {	# W ROOT: the files a cold run of W caches, as ROOT has them
+	local f
+	EVICT=()
+	while read -r f; do [ ! -f "$2$f" ] || EVICT+=("$2$f"); done <<<"${evict[$1]}"
+}
 preload_list() {	# W [ROOT]: the files W maps, in the tree ROOT (default A)
 	local f root=${2:-$A}
 	PRELOAD=()
@@ -906,10 +936,13 @@ make_cold() {	# W C K ROOT: a drop, or for a pressure condition a full machine
 	fi
 	# pbitmap is off here: fill-evict maps the files for mincore.
 	sync
-	preload_list "$1" "$4"
-	line=$($FILL_EVICT $FILL "${PRELOAD[@]}") ||
+	evict_list "$1" "$4"
+	line=$($FILL_EVICT $FILL "${EVICT[@]}") ||
 		die "$1 $2 $3: fill-evict failed: the files not evicted, or the fill not read"
 	echo "$1 $2 $3 $line" >>"$OUT/pressure.txt"
+	[ "$2" != pressure-off-cold ] && return 0
+	echo 2 >/proc/sys/vm/drop_caches && blockdev --flushbufs /dev/$DEV ||
+		die "$1 $2 $3: cannot drop the metadata caches"
 }
 one_run() {	# W C K
 	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status user sys line last='' ok

@@ -81,7 +81,7 @@ WARM = "warm"
 # Issue 12's conditions, in the order the tables list them; others follow in
 # the order they first appear in the CSV.
 CONDITION_ORDER = ("nora", "off", "slurp", "off-b", "slurp-b", "early", "exec", "full", "learned", "plan",
-                   "plan-paced", "plan-probed", "plan-probed-nometa", "plan-probed-allmeta", "plan-probed-widemeta", "plan-probed-paced", "plan-probed-later", "plan-probed-meta", "plan-probed-dmeta", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure",
+                   "plan-paced", "plan-probed", "plan-probed-nometa", "plan-probed-allmeta", "plan-probed-widemeta", "plan-probed-paced", "plan-probed-later", "plan-probed-meta", "plan-probed-dmeta", "plan-gap256", "user", "audit", "preload", "warm", "pressure-off", "pressure-off-cold", "pressure",
                    "pressure-plan", "pressure-plan-probed", "daemon", "daemon-nometa", "daemon-nometa-probed", "daemon-planleft-probed", "daemon-dataread-probed", "daemon-readall-probed", "pressure-daemon",
                    "daemon-b", "pressure-daemon-b", "daemon-probed", "pressure-daemon-probed",
                    "daemon-hold", "daemon-b-hold")
