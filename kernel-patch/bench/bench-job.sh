@@ -12,7 +12,7 @@
 # (mlock) so that dropping the caches leaves them cached.
 #
 # Conditions (issue 12), all in one shuffled order, page cache dropped before
-# every run but `warm` and the three `pressure` ones:
+# every run but `warm` and the `pressure` ones:
 #   nora     demand paging with nothing around it: fault_around_bytes=4096,
 #            read_ahead_kb=0 (the definition of "pages used")
 #   off      the stock kernel (pbitmap and the baselines off)
@@ -89,7 +89,7 @@
 #   pressure as full, on a full machine: instead of the drop, the workload's
 #            files are evicted with POSIX_FADV_DONTNEED (those it maps and
 #            every other file of its tree a cold run of it caches, listed
-#            once in tree A: evict.txt) and a sparse
+#            once in tree A: evict.txt, evict.W) and a sparse
 #            file of MemTotal + 25% on the root disk is read whole, so that
 #            the page cache is full of other pages and free memory sits at
 #            the watermarks (fill-evict.c, shared with t-pressure.sh)
@@ -98,7 +98,9 @@
 #            after a drop: once the fill is read, the dentry and inode
 #            caches dropped (drop_caches=2, which leaves the fill: an inode
 #            with cached pages is not on the inode LRU) and the bench
-#            disk's own cached blocks (blockdev --flushbufs)
+#            disk's own cached blocks (blockdev --flushbufs); the slab
+#            that frees is free memory the fill no longer takes (MemFree
+#            after it in pressure.txt)
 #   pressure-plan as plan, on a full machine: the same eviction and fill, of
 #            the learned tree B's files (its data files are copies)
 #   pressure-plan-probed  pressure-plan with plan-probed's gap
@@ -151,7 +153,8 @@
 #            daemon-holdN, daemon-b-holdN: at most N ms)
 # On a stock kernel (no vm.pbitmap_*: bench-run.sh's BENCH_KERNEL) only the
 # conditions that need nothing of the series run: off, nora, user, audit,
-# preload, warm, pressure-off and pbitmapd's in tree D (in_tree_d).
+# preload, warm, pressure-off, pressure-off-cold and pbitmapd's in tree D
+# (in_tree_d).
 # The bitmaps of full/exec/early/user are the ground truth (ground_truth.py,
 # the nora run's pages, measured once at set-up); `learned` has its own.
 #
@@ -171,7 +174,8 @@
 # report.py reads), progress (k n elapsed), setup.txt (what was stamped and
 # learned, the floors), exec.csv (the warm-exec microbenchmark),
 # pressure.txt (the memory before each `pressure` run: fill-evict's line),
-# evict.txt (how many files a full machine evicts for each workload).
+# evict.txt and evict.W (how many files, and which, a full machine evicts
+# for each workload W).
 set -euo pipefail
 JOB=$PWD
 OUT=${RESULTS:-$JOB/results}
@@ -622,7 +626,8 @@ PY
 mapfile -t stamped < <(cat "${workloads[@]/%/.paths}" | sort -u)
 ((${#stamped[@]})) || die "no workload faulted a page of its files"
 
-# Each workload's reference output (warm, stamped nothing yet).
+# Each workload's reference output (stamped nothing yet; from a cold page
+# cache when a pressure condition runs, below).
 run_output() {	# W ROOT: runs W in ROOT, its output to W.out (stdout, stderr, gcc's .s)
 	# shellcheck disable=SC2086
 	chroot "$2" ${cmd[$1]} >"$1.out" 2>&1 </dev/null || echo "exit $?" >>"$1.out"
@@ -636,11 +641,14 @@ run_output() {	# W ROOT: runs W in ROOT, its output to W.out (stdout, stderr, gc
 cached_files() {	# ROOT: ROOT's regular files with pages cached, ROOT-relative
 	(cd "$1" && find . -xdev \( -path ./learned -o -path ./dlearned \) -prune -o -type f -print0 |
 		xargs -0 -r fincore --noheadings --raw --bytes --output RES,FILE) |
-		awk '$1 > 0 { print substr($2, 2) }'
+		awk '$1 > 0 { print substr($2, 2) }' |
+		while IFS= read -r f; do printf '%b\n' "$f"; done	# --raw writes " " as \x20
 }
 declare -A ref=() evict=()
 for w in "${workloads[@]}"; do
-	[ $any_pressure = 0 ] || drop
+	# Only the page cache dropped: the dentries and inodes stay, so that the
+	# walk of tree A after the run reads nothing from the throttled disk.
+	[ $any_pressure = 0 ] || { sync; echo 1 >/proc/sys/vm/drop_caches; }
 	run_output "$w" $A
 	ref[$w]=$(sha256sum <"$w.out")
 	cp "$w.out" "$OUT/$w.reference-output"
@@ -650,6 +658,7 @@ for w in "${workloads[@]}"; do
 	evict[$w]=$(printf '%s\n%s\n' "${files[$w]}" "${evict[$w]}" | sed '/^$/d' | sort -u)
 	echo "$w: $(wc -l <<<"${evict[$w]}") files evicted on a full machine," \
 		"$(wc -l <<<"${files[$w]}") of them those it maps" >>"$OUT/evict.txt"
+	echo "${evict[$w]}" >"$OUT/evict.$w"
 done
 
 # --- The learned trees, B (the kernel's) and D (pbitmapd's): the same
@@ -901,7 +910,13 @@ drain() {	# reads still in flight belong to the run that started them
 evict_list() {	# W ROOT: the files a cold run of W caches, as ROOT has them
 	local f
 	EVICT=()
-	while read -r f; do [ ! -f "$2$f" ] || EVICT+=("$2$f"); done <<<"${evict[$1]}"
+	while IFS= read -r f; do
+		if [ -f "$2$f" ]; then
+			EVICT+=("$2$f")
+		elif [ "$2" = $A ]; then	# listed in A: a name the list got wrong
+			die "$1: $A$f, listed as cached by its cold run, is not a file"
+		fi	# B and D have A's usr, etc, var and root only
+	done <<<"${evict[$1]}"
 }
 preload_list() {	# W [ROOT]: the files W maps, in the tree ROOT (default A)
 	local f root=${2:-$A}
@@ -943,6 +958,8 @@ make_cold() {	# W C K ROOT: a drop, or for a pressure condition a full machine
 	[ "$2" != pressure-off-cold ] && return 0
 	echo 2 >/proc/sys/vm/drop_caches && blockdev --flushbufs /dev/$DEV ||
 		die "$1 $2 $3: cannot drop the metadata caches"
+	proc_value /proc/meminfo MemFree:
+	echo "$1 $2 $3 after the metadata drop: MemFree $VAL kB" >>"$OUT/pressure.txt"
 }
 one_run() {	# W C K
 	local w=$1 c=$2 root tree=A r0 s0 r1 s1 c0 c1 p0 p1 q0 q1 d0 maj wall status user sys line last='' ok

@@ -38,7 +38,8 @@
 #               it ships, STOCK_DIR: make stock-kernel) or stock-7.3 (its
 #               backport of mainline 7.3, STOCK73_DIR: make stock-kernel-7.3);
 #               a stock kernel runs only the conditions that need nothing of
-#               the series (off, pbitmapd's but daemon-b, pressure-off, user,
+#               the series (off, pbitmapd's but daemon-b, pressure-off,
+#               pressure-off-cold, user,
 #               audit, preload, warm, nora), without WAITS; its EXEC_BENCH
 #               (with a daemon condition) measures pbitmapd's cost; or host:
 #               no guest, the job run on this machine's own kernel with its

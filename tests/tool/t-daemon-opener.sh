@@ -151,11 +151,11 @@ EOF
 )
 read -r opener reuser <<<"$pids"
 [[ -n $reuser && $reuser == "$opener" ]] || fail "no root process with the PID of reused's opener (see above)"
-at_exit "kill $reuser 2>/dev/null"
+at_exit '[[ -z $reuser ]] || kill "$reuser" 2>/dev/null'	# not once it is gone: not our child, its PID reusable
 kill -CONT "$DPID"
 settled 4 1
 read -r p g <<<"$(counter data_prefetched) $(counter data_skip_gone)"
-kill "$reuser"
+kill "$reuser" && reuser=
 c=$(unseen_cached reused)
 ((p == 1 && g == 4 && c == 0)) ||
 	fail "reused: data_prefetched $p, data_skip_gone $g, reused's cached bytes $c; want 1, 4, 0: $(cat daemon.log)"
