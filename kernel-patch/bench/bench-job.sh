@@ -636,8 +636,9 @@ run_output() {	# W ROOT: runs W in ROOT, its output to W.out (stdout, stderr, gc
 # A cold run: what it leaves cached is what a full machine must evict
 # (make_cold), not only the files W maps (files[]): python3's modules are
 # read(), not mapped, and a fill does not push them all out (Debian's 7.3
-# kept most: python3 made 14 requests on a full machine against 86 after
-# a drop, docs/bench/2026-12-07-full-machine-eviction.md).
+# kept them: python3 made 14 requests on a full machine, 34 with them
+# evicted, 86 after a drop, whose other 52 are the file system's metadata:
+# docs/bench/2026-12-07-full-machine-eviction.md).
 cached_files() {	# ROOT: ROOT's regular files with pages cached, ROOT-relative
 	(cd "$1" && find . -xdev \( -path ./learned -o -path ./dlearned \) -prune -o -type f -print0 |
 		xargs -0 -r fincore --noheadings --raw --bytes --output RES,FILE) |
