@@ -273,7 +273,7 @@ for disk in $DISK; do
 	rm -rf "${job:?}" "${OUTDIR:?}/$disk" && mkdir -p "$job" "$OUTDIR/$disk"
 	cp "$HERE/bench-job.sh" "$job/"
 	cp "$TOP/tests/lib/ground_truth.py" "$TOP/tests/lib/jaccard.py" \
-		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" "$HERE/meta-willneed.c" \
+		"$TOP/kernel-patch/tests/stamp-truth.py" "$TOP/kernel-patch/tests/fill-evict.c" "$HERE/meta-willneed.c" "$HERE/timed.c" \
 		"${FLOOR_PY:-$HERE/floor.py}" "$TOP/build/pbitmap-run" "$TOP/build/pbitmap-audit.so" "$job/"
 	[ -f "$SCHED_I" ] && cp "$SCHED_I" "$job/sched.i"
 	[ $daemon = 0 ] || cp "$PBITMAPD" "$job/pbitmapd"

@@ -10,7 +10,8 @@
 # kernel's prefetch off),
 # two cold runs each, and report.py draws the table.  Asserts what the
 # harness must deliver: one CSV row per run with the workload's output
-# checked, a request floor and a physical floor (floor.py --physical-kb),
+# checked, its wall time in microseconds (timed.c), a request floor and a
+# physical floor (floor.py --physical-kb),
 # the disk's requests over the boot as many on the host (QMP) as in the
 # guest, the kernel's reading ahead visible under `full` and `plan` only
 # (pages submitted; mappings' prefetches under `full`, where a plan that
@@ -57,6 +58,9 @@ for r in rows:
     check(r["workload"] == "python3" and r["disk"] == "latency", f"{tag}: {r['workload']} on {r['disk']}")
     check(r["output_ok"] == "true" and r["exit_status"] == "0", f"{tag}: output {r['output_ok']}, exit {r['exit_status']}")
     check(int(r["floor_requests"]) > 0, f"{tag}: request floor {r['floor_requests']}")
+    # timed.c's clock: microseconds, not /usr/bin/time's hundredths
+    check(len(r["wall_s"].partition(".")[2]) == 6 and 0 < float(r["wall_s"]) < 60,
+          f"{tag}: wall_s {r['wall_s']} (timed.c writes six decimals)")
     check(int(r["physical_floor_requests"]) > 0,
           f"{tag}: physical floor {r['physical_floor_requests']}")
     # python3's start-up runs its interpreter: CPU in user space and in the kernel.
