@@ -417,9 +417,9 @@ done
 
 # --- The runs' clock: timed.c, /usr/bin/time's fields with the wall time
 # in microseconds (a cold start of 0.15 s is 7.5 ms from its +5% bound).
-TIMED=/var/tmp/bench/timed
-mkdir -p /var/tmp/bench && gcc -std=c11 -O2 -Wall -Wextra -o $TIMED "$JOB/timed.c" ||
-	die "cannot build timed"
+# Beside /var/tmp/bench, which the set-up below makes afresh.
+TIMED=/var/tmp/bench-timed
+gcc -std=c11 -O2 -Wall -Wextra -o $TIMED "$JOB/timed.c" || die "cannot build timed"
 # --- Keep the harness resident: drop_caches cannot drop mlocked pages, so
 # the runs' own tools (bash, chroot, timed, cat, sha256sum and their
 # libraries, all on the root disk) never fault between the counters.

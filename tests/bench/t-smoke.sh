@@ -7,7 +7,9 @@
 # each file's record marked in the run that learned it, so the first run's
 # plan has no library yet; its start-up plan followed) and `daemon-b`
 # (pbitmapd reading the same learned tree's plan from user space, the
-# kernel's prefetch off),
+# kernel's prefetch off) and `pressure-off` (a full machine: the page cache
+# filled, every file a cold run of python3 cached evicted, more than the
+# files it maps, which evict.txt and evict.python3 say),
 # two cold runs each, and report.py draws the table.  Asserts what the
 # harness must deliver: one CSV row per run with the workload's output
 # checked, its wall time in microseconds (timed.c), a request floor and a
@@ -40,7 +42,7 @@ done
 out=$TOP/build/bench-smoke
 rm -rf "$out"
 rc=0
-PBITMAPD=$PBITMAPD RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan daemon-b" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 WAITS=1 \
+PBITMAPD=$PBITMAPD RUNS=2 WORKLOADS=python3 CONDITIONS="off full audit plan daemon-b pressure-off" DISK=latency LEARN_RUNS=2 EXEC_BENCH=0 WAITS=1 \
 	"$BENCH_DIR/bench-run.sh" "$out" /nonexistent "$WORK" /nonexistent >"$WORK/log" 2>&1 || rc=$?
 cat "$WORK/log"
 ((rc == 0)) || fail "bench-run.sh exited $rc (log above; guest output in $out/latency/)"
@@ -52,7 +54,7 @@ errors = []
 def check(ok, what):
     if not ok:
         errors.append(what)
-check(len(rows) == 10, f"{len(rows)} rows, not 10 (2 runs x off, full, audit, plan, daemon-b)")
+check(len(rows) == 12, f"{len(rows)} rows, not 12 (2 runs x off, full, audit, plan, daemon-b, pressure-off)")
 for r in rows:
     tag = f"{r['condition']} run {r['run']}"
     check(r["workload"] == "python3" and r["disk"] == "latency", f"{tag}: {r['workload']} on {r['disk']}")
@@ -77,6 +79,10 @@ plan = [int(r["read_requests"]) for r in rows if r["condition"] == "plan"]
 check(off and full and max(full) < min(off), f"read requests: full {full}, off {off}")
 check(off and audit and max(audit) < min(off), f"read requests: audit {audit}, off {off}")
 check(off and plan and max(plan) < min(off), f"read requests: plan {plan}, off {off}")
+# A full machine (pressure-off): every file the start-up reads was evicted
+# (fill-evict stops the job if a page stayed), so it reads them again.
+full_machine = [int(r["read_requests"]) for r in rows if r["condition"] == "pressure-off"]
+check(len(full_machine) == 2 and min(full_machine) > 0, f"read requests: pressure-off {full_machine}")
 print(f"off {off} full {full} audit {audit} plan {plan} requests; floor {rows[0]['floor_requests']}")
 for e in errors:
     print("  " + e)
@@ -105,7 +111,7 @@ errors = []
 def check(ok, what):
     if not ok:
         errors.append(what)
-check(sorted(rows) == ["audit", "daemon-b", "full", "off", "plan"], f"waits.csv conditions {sorted(rows)}")
+check(sorted(rows) == ["audit", "daemon-b", "full", "off", "plan", "pressure-off"], f"waits.csv conditions {sorted(rows)}")
 for c, r in rows.items():
     print(f"{c}: used {r['used_pages']} misses {r['misses']} in flight {r['inflight_faults']} "
           f"ms miss {r['wait_fault_miss_ms']} in flight {r['wait_fault_inflight_ms']} "
@@ -150,6 +156,15 @@ served=$(grep -cE '^python3 daemon-b [0-9]+ .* prefetched=[1-9][0-9]* plans=[1-9
 grep -q '^### pbitmapd against the kernel it runs on' "$out/BENCH-table.md" ||
 	fail "no pbitmapd table in BENCH-table.md"
 [ -s "$out/plots/python3.png" ] || fail "no boxplot python3.png"
+# What a full machine evicts: every file a cold run leaves cached, more
+# than the files python3 maps (ld.so.cache and the modules it read()s).
+line=$(grep '^python3: ' "$out/latency/results/evict.txt") || fail "no python3 line in evict.txt"
+[[ $line =~ ^python3:\ ([0-9]+)\ files\ evicted\ on\ a\ full\ machine,\ ([0-9]+)\ of\ them ]] ||
+	fail "evict.txt: $line"
+((BASH_REMATCH[1] > BASH_REMATCH[2])) || fail "a full machine evicts only the mapped files: $line"
+grep -q '\.pyc$' "$out/latency/results/evict.python3" ||
+	fail "no .pyc among the evicted files: $(cat "$out/latency/results/evict.python3")"
+echo "$line"
 grep -q '^python3: .*files stamped; floor [0-9]* requests' "$out/latency/results/setup.txt" ||
 	fail "setup.txt does not say what was stamped: $(head -n 5 "$out/latency/results/setup.txt")"
 echo "PASS: harness smoke run"
