@@ -13,7 +13,7 @@
 #   make image                build/guest.img, the Debian bookworm guest (ext4)
 #   make vm-run CMD='...'     boot the guest, run CMD as root, its output and exit status
 #   make vm-check             boot the guest and run kernel-patch/tests/t-*.sh,
-#                             in VM_SHARDS guests at once (default 4); then the
+#                             in VM_SHARDS guests at once (default 3); then the
 #                             LSM tests in a guest of their own and the stock
 #                             tests on Debian's own kernel (make stock-kernel)
 #   make stock-kernel         Debian's linux-image of BASE's version, unpacked,
@@ -198,11 +198,14 @@ VM_TESTS := $(BUILD)/vm-tests
 # the shards ended before those guests: 718-761 s against 797-805 s with
 # two, and those guests then ended after them.)  With three (0738fb6) the
 # shards ended 1068-1300 s after they started and make check took 2443 s.
-# Four: the three guests of make check of e80bcf5 (clean clone, 2026-12-08)
-# used 547, 368 and 368 s of host CPU in 1157, 1007 and 910 s, 1.1 cores
-# of 2: the tests wait on their throttled disks and learning windows more
-# than they compute.
-VM_SHARDS ?= 4
+# Four were slower (2026-12-08).  The three guests of make check of e80bcf5
+# from a clean clone used 547, 368 and 368 s of host CPU in 1157, 1007 and
+# 910 s, 1.1 cores of 2; but the guests' phase of that run, repeated with
+# four (make -j4 vm-check vm-lsm-check stap-check check-bench VM_SHARDS=4,
+# kernel built) took 1297 s against 1159, the four guests 1085-1221 s and
+# 1557 s of host CPU against 1283 for the same tests, and a warm make
+# check took 1465 s against 1213 with three.
+VM_SHARDS ?= 3
 # The tests that need LSMs the other boots leave off (config.fragment): one
 # guest of their own (vm-lsm-check), booted with VM_LSM_APPEND, in its own
 # job directory and lock: under make check it runs beside the shards, not
