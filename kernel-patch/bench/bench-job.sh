@@ -193,6 +193,9 @@ trap 'echo "bench-job: line $LINENO: exit status $? from: $BASH_COMMAND" >&2' ER
 read -ra workloads <<<"$WORKLOADS"
 read -ra conditions <<<"$CONDITIONS"
 has_condition() { [[ " ${conditions[*]} " == *" $1 "* ]]; }
+build_helper() {	# NAME OUT: the job's NAME.c built as OUT, warnings on
+	gcc -std=c11 -O2 -Wall -Wextra -o "$2" "$JOB/$1.c" || die "cannot build $1"
+}
 # The conditions that need the learned tree B; those that run on a full machine.
 in_tree_b() { case $1 in off-b | slurp-b | learned | plan | plan-paced | plan-probed | plan-probed-paced | plan-probed-nometa | plan-probed-widemeta | plan-probed-later | plan-probed-meta | plan-probed-dmeta | plan-gap[0-9]* | pressure-plan | pressure-plan-probed | pressure-plan-gap[0-9]* | daemon-b | pressure-daemon-b | daemon-b-hold | daemon-b-hold[0-9]*) return 0 ;; esac; return 1; }
 needs_b() {
@@ -419,7 +422,7 @@ done
 # in microseconds (a cold start of 0.15 s is 7.5 ms from its +5% bound).
 # Beside /var/tmp/bench, which the set-up below makes afresh.
 TIMED=/var/tmp/bench-timed
-gcc -std=c11 -O2 -Wall -Wextra -o $TIMED "$JOB/timed.c" || die "cannot build timed"
+build_helper timed $TIMED
 # --- Keep the harness resident: drop_caches cannot drop mlocked pages, so
 # the runs' own tools (bash, chroot, timed, cat, sha256sum and their
 # libraries, all on the root disk) never fault between the counters.
@@ -583,7 +586,7 @@ FILL=/var/tmp/bench/fill FILL_EVICT=/var/tmp/bench/fill-evict
 any_pressure=0
 for c in "${conditions[@]}"; do ! is_pressure "$c" || any_pressure=1; done
 if [ $any_pressure = 1 ]; then
-	gcc -std=c11 -O2 -Wall -Wextra -o $FILL_EVICT "$JOB/fill-evict.c" || die "cannot build fill-evict"
+	build_helper fill-evict $FILL_EVICT
 	read -r _ memtotal_kb _ < <(grep '^MemTotal:' /proc/meminfo)
 	truncate -s "$((memtotal_kb * 5 / 4))K" $FILL || die "cannot make the fill file"
 fi
@@ -1061,7 +1064,7 @@ PY
 }
 if has_condition plan-probed-meta; then
 	need_tracefs plan-probed-meta
-	gcc -std=c11 -O2 -Wall -Wextra -o $META_WILLNEED "$JOB/meta-willneed.c" || die "cannot build meta-willneed"
+	build_helper meta-willneed $META_WILLNEED
 	for w in "${workloads[@]}"; do meta_list "$w"; done
 fi
 
