@@ -48,14 +48,17 @@ wait "$poller" || fail "the reader was never held in F's statx: $(cat poll.out)"
 reader=$(cat poll.out)
 mount --bind g/G F && at_exit "umount $d/F" || { kill -CONT "$reader"; fail "cannot bind-mount g/G over F"; }
 kill -CONT "$reader" || fail "cannot continue the reader $reader"
+# opens_of_F [PATTERN]: the traced opens of F but the walk's O_PATH ones, those
+# whose line goes on to match PATTERN (a line is written before its call returns)
+opens_of_F() { grep -hE "(openat|openat2)\([^)]*\"F\"${1:-}" trace.* 2>/dev/null | grep -v O_PATH || true; }
 for _ in $(seq 200); do
-	done_opens=$(grep -hE "(openat|openat2)\([^)]*\"F\".*\) = " trace.* 2>/dev/null | grep -v O_PATH || true)
+	done_opens=$(opens_of_F '.*\) = ')
 	[[ -n $done_opens && $(counter pending) == 0 ]] && break
 	sleep 0.1
 done
 daemon_stop
 # the walk's O_PATH opens of F came before the mount: the reader's open is the other
-opens=$(grep -hE "(openat|openat2)\([^)]*\"F\"" trace.* | grep -v O_PATH || true)
+opens=$(opens_of_F)
 [[ -n $opens ]] || fail "the reader never opened F: $(cat trace.* | wc -l) lines traced; $(cat daemon.log)"
 grep -qE "openat2\([^)]*\"F\".* = -1 EXDEV" <<<"$opens" ||
 	fail "the reader's open of F did not fail with EXDEV: $opens"
